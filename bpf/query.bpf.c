@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * In-kernel aggregation of sp query probes: per-thread stacks of open
+ * intervals give each query its self and total time; per-CPU rows hold the
+ * figures, so no two CPUs ever update the same map value.
+ *
+ * Every program is a plain uprobe on an sp probe site. The loader attaches
+ * them itself (not through libbpf's USDT layer) and passes, in the attach
+ * cookie, which register holds each argument: the sp probe header guarantees
+ * register-only arguments, so one switch reads an argument with no map
+ * lookup and no helper call.
+ */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <sptrace/query_abi.h>
+#include <sptrace/hist.h>
+#include <sptrace/qstack.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_DEFAULT_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct sp_thread_stack);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, SP_DEFAULT_MAX_QUERIES);
+	__type(key, struct sp_query_key);
+	__type(value, struct sp_query_stats);
+} queries SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_DEFAULT_MAX_HIST);
+	__type(key, struct sp_hist_key);
+	__type(value, __u64);
+} hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_DEFAULT_MAX_QUERIES);
+	__type(key, struct sp_query_key);
+	__type(value, struct sp_name);
+} names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_DEFAULT_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct sp_thread_name);
+} thread_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_ERR__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} errors SEC(".maps");
+
+/* Zeroed templates for map values too large for the 512-byte BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_thread_stack);
+} zero_stack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_name);
+} zero_name SEC(".maps");
+
+static __always_inline void count_error(__u32 slot, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&errors, &slot);
+
+	if (v)
+		*v += n;
+}
+
+/*
+ * Loads one pt_regs field. Written as asm because clang would otherwise
+ * merge the loads of all switch cases into one load from a computed ctx
+ * offset, which the verifier rejects ("dereference of modified ctx ptr").
+ */
+#define CTX_REG(ctx, field)                                                    \
+	({                                                                     \
+		__u64 __v;                                                     \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                          \
+			     : "=r"(__v)                                       \
+			     : "r"(ctx),                                       \
+			       "i"(__builtin_offsetof(struct pt_regs, field))); \
+		__v;                                                           \
+	})
+
+static __always_inline __u64 reg_value(struct pt_regs *ctx, unsigned int reg)
+{
+	switch (reg) {
+	case SP_REG_RAX: return CTX_REG(ctx, rax);
+	case SP_REG_RBX: return CTX_REG(ctx, rbx);
+	case SP_REG_RCX: return CTX_REG(ctx, rcx);
+	case SP_REG_RDX: return CTX_REG(ctx, rdx);
+	case SP_REG_RSI: return CTX_REG(ctx, rsi);
+	case SP_REG_RDI: return CTX_REG(ctx, rdi);
+	case SP_REG_RBP: return CTX_REG(ctx, rbp);
+	case SP_REG_R8: return CTX_REG(ctx, r8);
+	case SP_REG_R9: return CTX_REG(ctx, r9);
+	case SP_REG_R10: return CTX_REG(ctx, r10);
+	case SP_REG_R11: return CTX_REG(ctx, r11);
+	case SP_REG_R12: return CTX_REG(ctx, r12);
+	case SP_REG_R13: return CTX_REG(ctx, r13);
+	case SP_REG_R14: return CTX_REG(ctx, r14);
+	case SP_REG_R15: return CTX_REG(ctx, r15);
+	default: return 0;
+	}
+}
+
+static __always_inline __u64 probe_arg(struct pt_regs *ctx, unsigned int i)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+
+	return reg_value(ctx, SP_COOKIE_ARG(cookie, i));
+}
+
+static __always_inline struct sp_thread_stack *thread_stack(__u32 tid,
+							     __u32 tgid,
+							     bool create)
+{
+	struct sp_thread_stack *st;
+	__u32 zero = 0;
+	long err;
+
+	st = bpf_map_lookup_elem(&threads, &tid);
+	if (st || !create)
+		return st;
+	st = bpf_map_lookup_elem(&zero_stack, &zero);
+	if (!st)
+		return NULL;
+	err = bpf_map_update_elem(&threads, &tid, st, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count_error(SP_ERR_THREADS_FULL, 1);
+		return NULL;
+	}
+	st = bpf_map_lookup_elem(&threads, &tid);
+	if (st)
+		st->tgid = tgid;
+	return st;
+}
+
+/* Copies the name string once, when its row is created: the hot path never
+ * reads strings, and the name outlives the target. */
+static __always_inline void capture_name(const struct sp_query_key *key)
+{
+	struct sp_name *tmpl, *n;
+	__u32 zero = 0;
+
+	tmpl = bpf_map_lookup_elem(&zero_name, &zero);
+	if (!tmpl)
+		return;
+	if (bpf_map_update_elem(&names, key, tmpl, BPF_NOEXIST)) {
+		count_error(SP_ERR_NAMES_FULL, 1);
+		return;
+	}
+	n = bpf_map_lookup_elem(&names, key);
+	if (!n)
+		return;
+	if (bpf_probe_read_user_str(n->str, sizeof(n->str),
+				    (const void *)key->name) <= 0) {
+		n->str[0] = 0;	/* userspace retries through /proc/PID/mem */
+		count_error(SP_ERR_NAME_READ, 1);
+	}
+}
+
+static __always_inline struct sp_query_stats *query_row(__u32 tgid, __u64 name)
+{
+	struct sp_query_key key = { .name = name, .tgid = tgid };
+	struct sp_query_stats zero = {}, *row;
+	long err;
+
+	row = bpf_map_lookup_elem(&queries, &key);
+	if (row)
+		return row;
+	err = bpf_map_update_elem(&queries, &key, &zero, BPF_NOEXIST);
+	if (!err)
+		capture_name(&key);
+	else if (err != -EEXIST) {
+		count_error(SP_ERR_QUERIES_FULL, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&queries, &key);
+}
+
+static __always_inline void hist_add(__u32 tgid, __u64 name, __u64 ns)
+{
+	struct sp_hist_key key = {
+		.name = name, .tgid = tgid, .bucket = sp_hist_bucket(ns),
+	};
+	__u64 one = 1, *v;
+	long err;
+
+	v = bpf_map_lookup_elem(&hist, &key);
+	if (v) {
+		*v += 1;
+		return;
+	}
+	err = bpf_map_update_elem(&hist, &key, &one, BPF_NOEXIST);
+	if (!err)
+		return;
+	if (err == -EEXIST) {
+		v = bpf_map_lookup_elem(&hist, &key);
+		if (v)
+			*v += 1;
+		return;
+	}
+	count_error(SP_ERR_HIST_FULL, 1);
+}
+
+static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	struct sp_thread_stack *st;
+
+	st = thread_stack((__u32)id, id >> 32, true);
+	if (!st)
+		return 0;
+	if (sp_stack_push(st, probe_arg(ctx, 0), kind, now))
+		count_error(SP_ERR_STACK_OVERFLOW, 1);
+	return 0;
+}
+
+static __always_inline int on_end(struct pt_regs *ctx, __u32 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 tgid = id >> 32;
+	struct sp_thread_stack *st;
+	struct sp_query_stats *row;
+	struct sp_closed c = {};
+	int r;
+
+	st = thread_stack((__u32)id, tgid, false);
+	if (!st) {
+		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
+		return 0;
+	}
+	r = sp_stack_pop(st, probe_arg(ctx, 0), kind, now, &c);
+	if (r == SP_POP_OVERFLOWED)
+		return 0;
+	if (r == SP_POP_UNMATCHED) {
+		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
+		return 0;
+	}
+	if (c.discarded)
+		count_error(SP_ERR_END_MISMATCH, c.discarded);
+
+	row = query_row(tgid, c.name);
+	if (!row)
+		return 0;
+	row->total_ns += c.total_ns;
+	row->self_ns += c.self_ns;
+	switch (kind) {
+	case SP_FRAME_QUERY:
+		if (!row->count || c.total_ns < row->min_ns)
+			row->min_ns = c.total_ns;
+		if (c.total_ns > row->max_ns)
+			row->max_ns = c.total_ns;
+		row->count++;
+		hist_add(tgid, c.name, c.total_ns);
+		break;
+	case SP_FRAME_BLOCKED:
+		row->blocked_count++;
+		row->blocked_ns += c.total_ns;
+		break;
+	case SP_FRAME_INCR_LOAD:
+		row->incr_loads++;
+		row->incr_load_ns += c.total_ns;
+		break;
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int sp_query_begin(struct pt_regs *ctx)
+{
+	return on_begin(ctx, SP_FRAME_QUERY);
+}
+
+SEC("uprobe")
+int sp_query_end(struct pt_regs *ctx)
+{
+	return on_end(ctx, SP_FRAME_QUERY);
+}
+
+SEC("uprobe")
+int sp_blocked_begin(struct pt_regs *ctx)
+{
+	return on_begin(ctx, SP_FRAME_BLOCKED);
+}
+
+SEC("uprobe")
+int sp_blocked_end(struct pt_regs *ctx)
+{
+	return on_end(ctx, SP_FRAME_BLOCKED);
+}
+
+SEC("uprobe")
+int sp_incr_load_begin(struct pt_regs *ctx)
+{
+	return on_begin(ctx, SP_FRAME_INCR_LOAD);
+}
+
+SEC("uprobe")
+int sp_incr_load_end(struct pt_regs *ctx)
+{
+	return on_end(ctx, SP_FRAME_INCR_LOAD);
+}
+
+SEC("uprobe")
+int sp_cache_hit(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sp_query_stats *row = query_row(tgid, probe_arg(ctx, 0));
+
+	if (row)
+		row->cache_hits++;
+	return 0;
+}
+
+SEC("uprobe")
+int sp_thread_name(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sp_thread_name *tn;
+	__u32 tid = (__u32)id;
+
+	tn = bpf_map_lookup_elem(&thread_names, &tid);
+	if (!tn) {
+		struct sp_thread_name init = { .tgid = id >> 32 };
+
+		if (bpf_map_update_elem(&thread_names, &tid, &init, BPF_ANY)) {
+			count_error(SP_ERR_THREADS_FULL, 1);
+			return 0;
+		}
+		tn = bpf_map_lookup_elem(&thread_names, &tid);
+		if (!tn)
+			return 0;
+	}
+	tn->tgid = id >> 32;
+	if (bpf_probe_read_user_str(tn->str, sizeof(tn->str),
+				    (const void *)probe_arg(ctx, 0)) <= 0) {
+		tn->str[0] = 0;
+		count_error(SP_ERR_NAME_READ, 1);
+	}
+	return 0;
+}
+
+/*
+ * A thread that exits with open frames: count them and free its stack, so
+ * short-lived threads never fill the `threads` map. Runs for every exiting
+ * thread on the system; untraced ones cost one failed lookup.
+ */
+SEC("tracepoint/sched/sched_process_exit")
+int sp_thread_exit(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct sp_thread_stack *st;
+
+	(void)ctx;
+	st = bpf_map_lookup_elem(&threads, &tid);
+	if (!st)
+		return 0;
+	if (st->depth || st->overflow)
+		count_error(SP_ERR_THREAD_EXIT_OPEN,
+			    (__u64)st->depth + st->overflow);
+	bpf_map_delete_elem(&threads, &tid);
+	return 0;
+}

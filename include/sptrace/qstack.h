@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Self/total time arithmetic on a per-thread stack of open intervals,
+ * compiled both by the BPF program (live aggregation) and by userspace
+ * (replay of recorded events and unit tests), so both agree to the ns.
+ *
+ * A frame's total time is END - BEGIN; its self time is total minus the
+ * total time of its closed children. Blocked and incremental-load intervals
+ * are frames too: they are children of the enclosing query, so their time is
+ * taken out of its self time (measureme's semantics).
+ */
+#ifndef SPTRACE_QSTACK_H
+#define SPTRACE_QSTACK_H
+
+#include <sptrace/query_abi.h>
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* An interval that END closed. */
+struct sp_closed {
+	__u64 name;
+	__u64 total_ns;
+	__u64 self_ns;
+	__u32 kind;
+	__u32 discarded;	/* open frames above it that END threw away */
+};
+
+enum sp_pop_result {
+	SP_POP_OK = 0,
+	SP_POP_UNMATCHED,	/* no open frame has this name and kind */
+	SP_POP_OVERFLOWED,	/* END of a BEGIN dropped for depth; ignored */
+};
+
+/* Returns 0, or SP_ERR_STACK_OVERFLOW when the frame could not be kept. */
+static __always_inline int sp_stack_push(struct sp_thread_stack *st,
+					 __u64 name, __u32 kind, __u64 now)
+{
+	__u32 d = st->depth;
+	struct sp_frame *f;
+
+	if (d >= SP_MAX_DEPTH || st->overflow) {
+		/* Once one BEGIN is dropped, deeper ones must be dropped too,
+		 * or their ENDs would pair with the wrong frames. */
+		st->overflow++;
+		return SP_ERR_STACK_OVERFLOW;
+	}
+	f = &st->frames[d & (SP_MAX_DEPTH - 1)];
+	f->name = name;
+	f->start_ns = now;
+	f->child_ns = 0;
+	f->kind = kind;
+	st->depth = d + 1;
+	return 0;
+}
+
+/*
+ * Close the innermost open frame with this name and kind. Frames opened
+ * above it and never closed are discarded (counted in out->discarded); their
+ * time stays in the closed frame's self time, since nothing else can own it.
+ */
+static __always_inline int sp_stack_pop(struct sp_thread_stack *st,
+					__u64 name, __u32 kind, __u64 now,
+					struct sp_closed *out)
+{
+	__u32 d = st->depth, i, idx = 0, found = 0;
+	struct sp_frame *f;
+	__u64 total, self;
+
+	if (st->overflow) {
+		st->overflow--;
+		return SP_POP_OVERFLOWED;
+	}
+	if (d > SP_MAX_DEPTH)
+		d = SP_MAX_DEPTH;
+	for (i = 0; i < SP_MAX_DEPTH; i++) {
+		if (i >= d)
+			break;
+		idx = (d - 1 - i) & (SP_MAX_DEPTH - 1);
+		f = &st->frames[idx];
+		if (f->name == name && f->kind == kind) {
+			found = 1;
+			break;
+		}
+	}
+	if (!found)
+		return SP_POP_UNMATCHED;
+
+	f = &st->frames[idx & (SP_MAX_DEPTH - 1)];
+	total = now > f->start_ns ? now - f->start_ns : 0;
+	self = total > f->child_ns ? total - f->child_ns : 0;
+	out->name = name;
+	out->kind = kind;
+	out->total_ns = total;
+	out->self_ns = self;
+	out->discarded = d - 1 - idx;
+	st->depth = idx;
+	if (idx > 0)
+		st->frames[(idx - 1) & (SP_MAX_DEPTH - 1)].child_ns += total;
+	return SP_POP_OK;
+}
+
+#endif /* SPTRACE_QSTACK_H */

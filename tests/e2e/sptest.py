@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: MIT
+"""Small harness for sptrace's end-to-end tests: run the real sptrace on
+real host programs, check figures against ground truth, and print one
+'N passed, N failed' line. Needs root (BPF); without it the test skips
+(exit 77) outside CI and fails in CI."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SPTRACE = os.environ.get("SPTRACE", "sptrace")
+_passed = 0
+_failed = 0
+
+
+def require_bpf():
+    if os.geteuid() == 0:
+        return
+    msg = "needs root to load BPF programs"
+    if os.environ.get("CI") == "true":
+        print("FAIL: " + msg + " (CI=true: BPF tests must not skip)")
+        sys.exit(1)
+    print("SKIP: " + msg)
+    sys.exit(77)
+
+
+def check(cond, what):
+    global _passed, _failed
+    if cond:
+        _passed += 1
+        print("ok   " + what)
+    else:
+        _failed += 1
+        print("FAIL " + what)
+    return cond
+
+
+def eq(actual, expected, what):
+    return check(actual == expected,
+                 "%s: %r == %r" % (what, actual, expected))
+
+
+def close(actual, expected, what, rel=0.03):
+    ok = expected > 0 and abs(actual - expected) <= rel * expected
+    return check(ok, "%s: %s within %.1f%% of %s (%.2f%%)" % (
+        what, actual, rel * 100, expected,
+        100.0 * (actual - expected) / expected if expected else float("nan")))
+
+
+def run(args, timeout=300, **kw):
+    """Runs a command; returns CompletedProcess with text output."""
+    return subprocess.run(args, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def tmpfile(suffix=""):
+    fd, path = tempfile.mkstemp(prefix="sptest-", suffix=suffix)
+    os.close(fd)
+    os.unlink(path)          # sptrace refuses to overwrite without --force
+    return path
+
+
+def trace_json(args, timeout=300):
+    """sptrace -f json -o FILE ARGS; returns (CompletedProcess, summary)."""
+    out = tmpfile(".json")
+    try:
+        p = run([SPTRACE, "-f", "json", "-o", out] + args, timeout=timeout)
+        data = None
+        if os.path.exists(out):
+            with open(out) as f:
+                text = f.read()
+            try:
+                data = json.loads(text)
+            except ValueError as e:
+                check(False, "sptrace JSON parses (%s): %r" % (e, text[:200]))
+        return p, data
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+
+
+def rows(summary):
+    return {q["name"]: q for q in summary["queries"]}
+
+
+def finish():
+    print("%d passed, %d failed" % (_passed, _failed))
+    sys.exit(1 if _failed else 0)

@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: MIT
+"""Ground truth: every count exact and every time within 3% of what the
+host really spent, in launch mode, with -p on a waiting process, and when
+attaching in the middle of a run. Also the table and CSV writers on the
+same data."""
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+
+from sptest import (SPTRACE, check, close, eq, finish, require_bpf, rows,
+                    run, trace_json)
+
+GT = os.environ["GT_HOST"]
+ITER = 25
+THREADS = 2
+
+
+def host_truth(stdout):
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError("host printed no truth: %r" % stdout)
+
+
+def check_summary(s, truth, label):
+    n = truth["iterations"] * truth["threads"]
+    spin = truth["spin_ns"]
+    r = rows(s)
+    check(set(r) >= {"outer", "inner", "shared", "codegen", "lib_query",
+                     "recurse"}, label + ": all queries named: %s" % sorted(r))
+    if len(r) < 6:
+        return
+    # counts: exact
+    eq(r["outer"]["count"], n, label + ": outer count")
+    eq(r["inner"]["count"], 2 * n, label + ": inner count")
+    eq(r["inner"]["cache_hits"], 3 * n, label + ": inner cache hits")
+    eq(r["recurse"]["count"], 3 * n, label + ": recurse count (nested 3 deep)")
+    eq(r["lib_query"]["count"], n, label + ": lib_query count (shared library)")
+    eq(r["shared"]["count"], 0, label + ": blocked is not an invocation")
+    eq(r["shared"]["blocked_count"], n, label + ": blocked count")
+    eq(r["codegen"]["count"], 0, label + ": incr load is not an invocation")
+    eq(r["codegen"]["incr_loads"], n, label + ": incr load count")
+    # times: within 3% of what the host spent spinning
+    close(r["inner"]["self_ns"], spin["inner"], label + ": inner self")
+    close(r["inner"]["total_ns"], spin["inner"], label + ": inner total")
+    close(r["outer"]["self_ns"], spin["outer"], label + ": outer self")
+    close(r["outer"]["total_ns"],
+          spin["outer"] + spin["inner"] + spin["shared"] + spin["codegen"] +
+          spin["lib_query"], label + ": outer total")
+    close(r["shared"]["blocked_ns"], spin["shared"], label + ": blocked time")
+    close(r["shared"]["self_ns"], spin["shared"], label + ": blocked in self")
+    close(r["codegen"]["incr_load_ns"], spin["codegen"],
+          label + ": incr load time")
+    close(r["lib_query"]["self_ns"], spin["lib_query"], label + ": lib self")
+    close(r["recurse"]["self_ns"], spin["recurse"], label + ": recurse self")
+    # levels spin s each: inclusive times 3s + 2s + s = 2 * (3s) of self
+    close(r["recurse"]["total_ns"], 2 * spin["recurse"],
+          label + ": recurse total counts each level")
+    # percentiles of a 1 ms query, min/max ordering, histogram totals
+    inner = r["inner"]
+    close(inner["p50_ns"], spin["inner"] / (2 * n), label + ": inner p50")
+    check(inner["min_ns"] <= inner["p50_ns"] <= inner["p90_ns"] <=
+          inner["p99_ns"] <= inner["max_ns"], label + ": min<=p50<=p90<=p99<=max")
+    for name in ("outer", "inner", "recurse", "lib_query"):
+        eq(sum(b["count"] for b in r[name]["hist"]), r[name]["count"],
+           label + ": %s histogram holds every invocation" % name)
+    eq(s["total_self_ns"], sum(q["self_ns"] for q in s["queries"]),
+       label + ": total_self_ns is the sum of self times")
+    for k, v in s["errors"].items():
+        eq(v, 0, label + ": errors.%s" % k)
+
+
+def test_launch():
+    p, s = trace_json(["--", GT, "--threads", str(THREADS), str(ITER)])
+    eq(p.returncode, 0, "launch: exit status is the command's")
+    if not check(s is not None, "launch: JSON written"):
+        print(p.stderr)
+        return
+    check_summary(s, host_truth(p.stdout), "launch")
+    check(s["duration_ns"] > 0, "launch: duration_ns set")
+
+
+def test_pid():
+    host = subprocess.Popen([GT, "--wait", "--threads", str(THREADS),
+                             str(ITER)], stdout=subprocess.PIPE, text=True)
+    line = host.stdout.readline()
+    check(line.startswith("ready"), "pid: host ready")
+    out = "/tmp/sptest-pid-%d.json" % host.pid
+    if os.path.exists(out):
+        os.unlink(out)
+    tracer = subprocess.Popen([SPTRACE, "-p", str(host.pid), "-f", "json",
+                               "-o", out], stderr=subprocess.PIPE, text=True)
+    # sptrace says "tracing N probe sites" once attached.
+    err_line = tracer.stderr.readline()
+    check("tracing" in err_line, "pid: attached (%r)" % err_line.strip())
+    host.send_signal(signal.SIGUSR1)
+    truth = host_truth(host.stdout.read())
+    host.wait()
+    try:
+        rc = tracer.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        tracer.kill()
+        rc = None
+    eq(rc, 0, "pid: sptrace stops by itself when the target exits")
+    with open(out) as f:
+        s = json.load(f)
+    os.unlink(out)
+    check_summary(s, truth, "pid")
+
+
+def test_mid_run():
+    """Attach while queries are in flight: counts cannot be known, but ENDs
+    without BEGINs are counted, not misattributed, and rows stay sane."""
+    host = subprocess.Popen([GT, "--threads", "2", "100000"],
+                            stdout=subprocess.DEVNULL)
+    time.sleep(0.3)
+    p, s = trace_json(["-p", str(host.pid), "-d", "1"])
+    host.kill()
+    host.wait()
+    eq(p.returncode, 0, "mid-run: exit 0 after -d")
+    if s is None:
+        return
+    r = rows(s)
+    check(r.get("inner", {}).get("count", 0) > 0, "mid-run: inner seen")
+    # at most one END without BEGIN per open frame per thread at attach time
+    check(s["errors"]["end_without_begin"] <= 2 * 4,
+          "mid-run: unmatched ENDs bounded (%d)" % s["errors"]["end_without_begin"])
+    if "inner" in r:
+        check(r["inner"]["max_ns"] < 50e6, "mid-run: no absurd durations")
+
+
+def test_table_and_csv():
+    p = run([SPTRACE, "--", GT, "--threads", "1", "5"])
+    eq(p.returncode, 0, "table: exit 0")
+    lines = [l for l in p.stdout.splitlines() if l.startswith("|")]
+    check(len(lines) >= 3 and "Item" in lines[0], "table: header row")
+    if len(lines) >= 2:
+        check(lines[1].split("|")[1].strip() == "Total", "table: Total row first")
+    hdr = [c.strip() for c in lines[0].split("|")[1:-1]] if lines else []
+    for col in ("Item", "Self time", "% of total time", "Time", "Item count",
+                "Cache hits", "Blocked time", "Incr. load time", "p50",
+                "p99", "Max"):
+        check(col in hdr, "table: column %r shown" % col)
+    pct = [float(l.split("|")[3]) for l in lines[2:]]
+    close(sum(pct), 100.0, "table: percentages add up to 100", rel=0.01)
+
+    out = "/tmp/sptest-%d.csv" % os.getpid()
+    if os.path.exists(out):
+        os.unlink(out)
+    p = run([SPTRACE, "-f", "csv", "-o", out, "--", GT, "--threads", "1",
+             "5"])
+    eq(p.returncode, 0, "csv: exit 0")
+    with open(out) as f:
+        rdr = list(csv.DictReader(f))
+    os.unlink(out)
+    names = {r["name"]: r for r in rdr}
+    eq(int(names.get("inner", {}).get("count", -1)), 10, "csv: inner count")
+    eq(int(names.get("inner", {}).get("cache_hits", -1)), 15,
+       "csv: inner cache hits")
+
+
+require_bpf()
+test_launch()
+test_pid()
+test_mid_run()
+test_table_and_csv()
+finish()

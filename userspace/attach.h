@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Attaching BPF programs to sp probe sites: which program serves which probe
+ * name, one uprobe per site with the semaphore as the kernel-managed
+ * ref_ctr_offset, and every link kept so that detaching is one call.
+ */
+#ifndef SPTRACE_ATTACH_H
+#define SPTRACE_ATTACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct bpf_program;
+struct bpf_link;
+
+/* Which BPF program serves the probe sp:<name>. */
+struct probe_binding {
+	const char *name;
+	struct bpf_program *prog;
+};
+
+struct attached_obj {
+	pid_t pid;
+	uint64_t dev, ino;
+	char *path;		/* as the target names it, for messages */
+	size_t first_link, nlinks;
+};
+
+struct attacher {
+	const char *provider;	/* "sp" */
+	const struct probe_binding *bindings;
+	size_t nbindings;
+	struct bpf_link **links;
+	size_t nlinks, links_cap;
+	struct attached_obj *objs;
+	size_t nobjs, objs_cap;
+	size_t nsites;		/* sites attached, over all objects */
+	size_t skipped_sites;	/* sites whose arguments we cannot read */
+};
+
+void attacher__init(struct attacher *a, const char *provider,
+		    const struct probe_binding *bindings, size_t nbindings);
+/* Detaches everything (semaphores drop back through the kernel). */
+void attacher__destroy(struct attacher *a);
+
+/*
+ * Attaches every bound probe of the ELF file opened as `open_path` (which may
+ * be a /proc/PID/map_files link) for process `pid` (-1: every process).
+ * `path` names the file in messages. All sites of the file or none: on error
+ * the file's links are rolled back. Returns the number of sites attached
+ * (0 when the file has no bound probe) or -errno.
+ */
+int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
+			  const char *path);
+
+/*
+ * Attaches every mapped file of `pid` that carries bound probes and is not
+ * attached for this pid yet. Returns the number of new sites or -errno
+ * (-ESRCH: the process is gone).
+ */
+int attacher__attach_pid(struct attacher *a, pid_t pid);
+
+/* Total number of sites of bound probes found in `pid`'s attached files. */
+size_t attacher__sites(const struct attacher *a);
+
+/* Encodes a site's argument spec as the uprobe cookie of query_abi.h.
+ * 0 or -EOPNOTSUPP (an argument that is not a plain 64-bit register). */
+int attach__cookie_from_args(const char *args, uint64_t *cookie);
+
+#endif /* SPTRACE_ATTACH_H */

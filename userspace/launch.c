@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace -- CMD`. The child blocks on a pipe before exec while the loader
+ * attaches the executable's probes by file offset (possible before the file
+ * is mapped) and a stopper on the dynamic loader's _dl_debug_state. ld.so
+ * calls that hook after mapping the initial libraries, before relocating
+ * them or running any constructor, and again around every dlopen(); the
+ * stopper sends SIGSTOP to the child and marks the stop as ours, the loader
+ * attaches whatever new library carries probes and sends SIGCONT.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "elf_notes.h"
+#include "launch.h"
+#include "launch.skel.h"
+#include "log.h"
+
+#define DEFAULT_INTERP "/lib64/ld-linux-x86-64.so.2"
+
+static int resolve_path(const char *cmd, char **out)
+{
+	const char *path = getenv("PATH");
+	const char *p, *end;
+	int err = -ENOENT;
+
+	if (strchr(cmd, '/')) {
+		if (access(cmd, X_OK))
+			return -errno;
+		*out = strdup(cmd);
+		return *out ? 0 : -ENOMEM;
+	}
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; ; p = end + 1) {
+		struct stat st;
+		char *cand;
+
+		end = strchrnul(p, ':');
+		if (asprintf(&cand, "%.*s/%s", (int)(end - p),
+			     end == p ? "." : p, cmd) < 0)
+			return -ENOMEM;
+		if (!stat(cand, &st) && S_ISREG(st.st_mode) &&
+		    !access(cand, X_OK)) {
+			*out = cand;
+			return 0;
+		}
+		if (errno == EACCES)
+			err = -EACCES;
+		free(cand);
+		if (!*end)
+			break;
+	}
+	return err;
+}
+
+int launch__fork(struct launch *l, char *const argv[])
+{
+	int go[2], ex[2], err;
+
+	memset(l, 0, sizeof(*l));
+	l->go_fd = l->err_fd = -1;
+	err = resolve_path(argv[0], &l->path);
+	if (err) {
+		sp_err("cannot start '%s': %s (check the command and PATH)",
+		       argv[0], strerror(-err));
+		return err;
+	}
+	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC)) {
+		err = -errno;
+		sp_err("cannot start '%s': pipe: %s", argv[0], strerror(-err));
+		return err;
+	}
+	l->pid = fork();
+	if (l->pid < 0) {
+		err = -errno;
+		sp_err("cannot start '%s': fork: %s", argv[0], strerror(-err));
+		close(go[0]); close(go[1]); close(ex[0]); close(ex[1]);
+		return err;
+	}
+	if (l->pid == 0) {
+		sigset_t none;
+		char c;
+
+		close(go[1]);
+		close(ex[0]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		/* EOF instead of a byte: the loader gave up; do not run. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execv(l->path, argv);
+		err = errno;
+		if (write(ex[1], &err, sizeof(err)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ex[1]);
+	l->go_fd = go[1];
+	l->err_fd = ex[0];
+	return 0;
+}
+
+int launch__arm_stopper(struct launch *l)
+{
+	struct usdt_file *f = NULL;
+	const char *interp = DEFAULT_INTERP;
+	uint64_t vaddr, off;
+	unsigned int bad;
+	int err;
+
+	/* A script or a static binary still gets the default loader armed:
+	 * it costs nothing if never mapped. */
+	if (!usdt_file__open(l->path, &f, &bad) && f->interp)
+		interp = f->interp;
+	err = elf_symbol_offset(interp, "_dl_debug_state", &vaddr, &off);
+	if (err) {
+		sp_warn("%s: no _dl_debug_state in the dynamic loader (%s); libraries loaded by '%s' are attached only once it runs",
+			interp, strerror(-err), l->path);
+		err = 0;
+		goto out;
+	}
+	l->skel = launch_bpf__open_and_load();
+	if (!l->skel) {
+		err = -errno;
+		sp_err("cannot load the launch BPF program: %s (run as root, or see -v)",
+		       strerror(-err));
+		goto out;
+	}
+	l->stop_link = bpf_program__attach_uprobe(l->skel->progs.sp_dl_stop,
+						  false, l->pid, interp, off);
+	if (!l->stop_link) {
+		err = -errno;
+		sp_err("%s: cannot attach to _dl_debug_state: %s", interp,
+		       strerror(-err));
+	}
+out:
+	usdt_file__free(f);
+	return err;
+}
+
+int launch__go(struct launch *l, const char *cmd)
+{
+	int child_errno = 0;
+	ssize_t n;
+
+	if (write(l->go_fd, "g", 1) != 1)
+		return -errno;
+	close(l->go_fd);
+	l->go_fd = -1;
+	do
+		n = read(l->err_fd, &child_errno, sizeof(child_errno));
+	while (n < 0 && errno == EINTR);
+	close(l->err_fd);
+	l->err_fd = -1;
+	if (n == (ssize_t)sizeof(child_errno)) {
+		sp_err("cannot start '%s': %s", cmd, strerror(child_errno));
+		return -child_errno;
+	}
+	return 0;
+}
+
+bool launch__stop_is_ours(struct launch *l)
+{
+	__u32 key = l->pid, v;
+	int fd;
+
+	if (!l->skel)
+		return false;
+	fd = bpf_map__fd(l->skel->maps.stop_pending);
+	if (bpf_map_lookup_elem(fd, &key, &v) || v == 0)
+		return false;
+	v--;
+	bpf_map_update_elem(fd, &key, &v, BPF_ANY);
+	return true;
+}
+
+void launch__destroy(struct launch *l)
+{
+	if (l->go_fd >= 0)
+		close(l->go_fd);	/* child sees EOF and exits */
+	if (l->err_fd >= 0)
+		close(l->err_fd);
+	bpf_link__destroy(l->stop_link);
+	launch_bpf__destroy(l->skel);
+	free(l->path);
+	memset(l, 0, sizeof(*l));
+	l->go_fd = l->err_fd = -1;
+}

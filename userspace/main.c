@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sptrace: entry point and command table. `sptrace [OPTIONS] -p PID` and
+ * `sptrace [OPTIONS] -- CMD` are the live trace; other commands are named
+ * first (exact name or unambiguous prefix, as bpftool does).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "commands.h"
+#include "log.h"
+
+#ifndef SPTRACE_VERSION
+#define SPTRACE_VERSION "unknown"
+#endif
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "trace", cmd_trace, "trace running processes or a command (default)" },
+	{ "list", cmd_list, "list the USDT probes of a process or a file" },
+	{ "help", cmd_help, "this list" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static int cmd_help(int argc, char **argv)
+{
+	size_t i;
+
+	(void)argc;
+	(void)argv;
+	printf("Usage: sptrace [COMMAND] [OPTIONS]\n\nCommands:\n");
+	for (i = 0; i < NCOMMANDS; i++)
+		printf("  %-10s %s\n", commands[i].name, commands[i].help);
+	printf("\nWithout a command, sptrace traces: sptrace -p PID, sptrace -- CMD.\n"
+	       "sptrace COMMAND --help shows a command's options; see also sptrace(1).\n");
+	return 0;
+}
+
+static const struct command *find_command(const char *name)
+{
+	const struct command *found = NULL;
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < NCOMMANDS; i++) {
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+		if (!strncmp(commands[i].name, name, len)) {
+			if (found)
+				return NULL;	/* ambiguous */
+			found = &commands[i];
+		}
+	}
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *c;
+
+	if (argc >= 2 && !strcmp(argv[1], "--version")) {
+		printf("sptrace %s\n", SPTRACE_VERSION);
+		return 0;
+	}
+	if (argc < 2 || argv[1][0] == '-')
+		return cmd_trace(argc, argv);
+	c = find_command(argv[1]);
+	if (!c) {
+		sp_err("unknown command '%s' (see sptrace help)", argv[1]);
+		return 1;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

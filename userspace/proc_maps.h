@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /proc/PID/maps reader: which files a process has mapped, where, and from
+ * which file offset -- what USDT attachment needs to find the binaries and
+ * libraries of a running process.
+ */
+#ifndef SPTRACE_PROC_MAPS_H
+#define SPTRACE_PROC_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct proc_mapping {
+	uint64_t start, end, pgoff;
+	uint64_t dev_major, dev_minor, inode;
+	char perms[5];		/* "r-xp", NUL-terminated */
+	/* Owned; NULL for an anonymous mapping; as the kernel prints it (may
+	 * hold spaces, "[heap]", "[vdso]", "\012" for a newline), less a
+	 * trailing " (deleted)". */
+	char *path;
+	bool deleted;		/* path ended with " (deleted)" */
+};
+
+struct proc_maps {
+	struct proc_mapping *v;
+	size_t n;
+};
+
+/*
+ * Reads /proc/PID/maps. Returns 0 or -errno: -ENOENT when there is no such
+ * process (any more), -ESRCH when it has no memory map (a zombie, or a
+ * kernel thread), -EACCES/-EPERM when we may not look, -EINVAL for a line we
+ * cannot parse, -ENOMEM. On error *out is empty.
+ */
+int proc_maps__read(int pid, struct proc_maps *out);
+/* Same for any file in maps format (tests); an empty file gives n = 0. */
+int proc_maps__read_file(const char *path, struct proc_maps *out);
+void proc_maps__free(struct proc_maps *m);
+
+/*
+ * The distinct paths of regular files mapped with at least one executable
+ * segment, in order of their first mapping. Pseudo paths ("[vdso]") are not
+ * files; deleted files are left out too, since their path now names another
+ * file or none, and attaching there would patch the wrong code. *paths is
+ * NULL when *n is 0; the caller frees the array, not the strings, which
+ * point into m.
+ */
+int proc_maps__exec_files(const struct proc_maps *m, const char ***paths,
+			  size_t *n);
+
+#endif /* SPTRACE_PROC_MAPS_H */

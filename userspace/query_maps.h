@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading the query BPF maps into a summary: the live source of the one
+ * aggregator. Per-CPU values are summed here, rows of one name merged by
+ * summary.c.
+ */
+#ifndef SPTRACE_QUERY_MAPS_H
+#define SPTRACE_QUERY_MAPS_H
+
+#include "summary.h"
+
+struct query_bpf;
+
+/* Fills s from the maps of a loaded query program. 0 or -errno. */
+int query_maps__read(struct query_bpf *skel, struct summary *s);
+/* Sets map sizes before load (0 keeps the default). 0 or -errno. */
+int query_maps__resize(struct query_bpf *skel, unsigned int max_queries,
+		       unsigned int max_threads);
+
+#endif /* SPTRACE_QUERY_MAPS_H */

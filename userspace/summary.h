@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one in-memory summary every source feeds (live BPF maps now, recorded
+ * traces later) and every writer (table, JSON, CSV) reads. Rows are keyed by
+ * query name: rows of several processes or name pointers with the same
+ * string are merged here, never in the writers.
+ */
+#ifndef SPTRACE_SUMMARY_H
+#define SPTRACE_SUMMARY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sptrace/query_abi.h>
+#include <sptrace/hist.h>
+
+struct sp_query_row {
+	char *name;			/* owned, NUL-terminated, any bytes */
+	struct sp_query_stats st;	/* summed over CPUs/processes */
+	struct sp_hist_bin *bins;	/* sorted by bucket, owned */
+	unsigned int nbins;
+	unsigned int bins_cap;
+	/* Filled by summary__finish(): */
+	uint64_t p50_ns, p90_ns, p99_ns;
+};
+
+struct summary {
+	uint64_t duration_ns;		/* wall time of the session */
+	uint64_t total_self_ns;		/* sum of self_ns over rows (finish) */
+	struct sp_query_row *rows;
+	unsigned int nrows;
+	unsigned int rows_cap;
+	uint64_t errors[SP_ERR__MAX];	/* summed over CPUs */
+	uint64_t lost;			/* events lost on the way (record) */
+	bool finished;
+};
+
+/* Sort orders for summary__sort(). */
+enum summary_sort {
+	SORT_SELF = 0, SORT_TOTAL, SORT_COUNT, SORT_NAME, SORT_CACHE_HITS,
+	SORT_BLOCKED, SORT_INCR, SORT_P50, SORT_P99, SORT_MAX,
+};
+
+void summary__init(struct summary *s);
+void summary__free(struct summary *s);
+
+/* Adds one source row's figures to the row named `name` (created on first
+ * use). min/max merge as min/max, everything else sums. Returns 0 or -ENOMEM. */
+int summary__add_stats(struct summary *s, const char *name,
+		       const struct sp_query_stats *st);
+/* Adds `count` to histogram bucket `bucket` of row `name`. 0 or -errno
+ * (-EINVAL for a bucket >= SP_HIST_BUCKETS). */
+int summary__add_hist(struct summary *s, const char *name, uint32_t bucket,
+		      uint64_t count);
+
+/* Computes total_self_ns and each row's percentiles; sorts by self time. */
+void summary__finish(struct summary *s);
+/* Re-sorts rows (descending; SORT_NAME ascending). Ties break by name. */
+void summary__sort(struct summary *s, enum summary_sort key);
+/* Parses a --sort column name ("self", "total", "count", "name", "cache-hits",
+ * "blocked", "incr", "p50", "p99", "max"); 0 or -EINVAL. */
+int summary__parse_sort(const char *str, enum summary_sort *key);
+
+/* Name of error slot i as used in JSON/CSV keys ("end_without_begin", ...). */
+const char *summary__error_name(unsigned int i);
+/* Sum of the unbalanced-event slots, the map-full slots. */
+uint64_t summary__unbalanced(const struct summary *s);
+uint64_t summary__map_full(const struct summary *s);
+
+#endif /* SPTRACE_SUMMARY_H */

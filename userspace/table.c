@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The boxed table sptrace prints by default (the layout of measureme's
+ * `summarize`) with optional ASCII latency histograms, plus the report__*
+ * entry points and helpers that json_out.c and csv_out.c share.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Widest name column, in terminal cells; longer names end in "...". */
+#define NAME_MAX_WIDTH 60
+#define BAR_WIDTH 40
+/* Room for any report__fmt_ns() result ("18400000000s"). */
+#define NS_BUF 24
+/* Histogram display rows: [0, 1) and one per power of two up to 2^64. */
+#define HIST_GROUPS 65
+
+static const char *const format_names[] = {
+	[REPORT_TABLE] = "table",
+	[REPORT_JSON] = "json",
+	[REPORT_CSV] = "csv",
+};
+
+int report__parse_format(const char *str, enum report_format *fmt)
+{
+	unsigned int i;
+
+	for (i = 0; str && i < ARRAY_SIZE(format_names); i++) {
+		if (!strcmp(str, format_names[i])) {
+			*fmt = (enum report_format)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int report__flush(FILE *out)
+{
+	/* ferror() too: an earlier failed write may have been followed by
+	 * successful ones, and fflush() only reports its own. */
+	if (fflush(out) || ferror(out))
+		return -EIO;
+	return 0;
+}
+
+int report__write(FILE *out, const struct summary *s,
+		  const struct report_opts *opts)
+{
+	static const struct report_opts defaults;
+	int err;
+
+	if (!opts)
+		opts = &defaults;
+	switch (opts->format) {
+	case REPORT_TABLE:
+		return table__write(out, s, opts);
+	case REPORT_JSON:
+		err = json__write(out, s);
+		break;
+	case REPORT_CSV:
+		err = csv__write(out, s);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (err)
+		return err;
+	/* Kept out of `out` so a JSON or CSV file stays one clean document
+	 * (the counters are in the JSON too). The report is written by now:
+	 * a failure to warn on stderr is not a failure to write it. */
+	report__warn_errors(stderr, s);
+	return 0;
+}
+
+static const char *const error_hints[SP_ERR__MAX] = {
+	[SP_ERR_END_WITHOUT_BEGIN] =
+		"an END with no open BEGIN: unbalanced BEGIN/END, see docs/numbers.md",
+	[SP_ERR_END_MISMATCH] =
+		"an END closed frames opened after its BEGIN: unbalanced BEGIN/END, see docs/numbers.md",
+	[SP_ERR_STACK_OVERFLOW] =
+		"BEGIN nested deeper than " STR(SP_MAX_DEPTH) " frames: not timed",
+	[SP_ERR_THREAD_EXIT_OPEN] =
+		"a thread exited with queries open: those are not counted",
+	[SP_ERR_QUERIES_FULL] =
+		"queries map full: intervals not counted, raise its size",
+	[SP_ERR_HIST_FULL] =
+		"hist map full: percentiles come from part of the samples",
+	[SP_ERR_NAMES_FULL] =
+		"names map full: some query names were not captured",
+	[SP_ERR_THREADS_FULL] =
+		"threads map full: events of some threads lost",
+	[SP_ERR_NAME_READ] =
+		"a query name was unreadable when captured",
+};
+
+int report__warn_errors(FILE *err, const struct summary *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < SP_ERR__MAX; i++) {
+		if (!s->errors[i])
+			continue;
+		fprintf(err, "sptrace: warning: %" PRIu64 " %s events (%s)\n",
+			s->errors[i], summary__error_name(i), error_hints[i]);
+	}
+	if (s->lost)
+		fprintf(err, "sptrace: warning: %" PRIu64 " lost events (dropped before "
+			"sptrace read them: figures undercount)\n", s->lost);
+	return report__flush(err);
+}
+
+void report__fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	static const char *const units[] = { "us", "ms", "s" };
+	uint64_t m, scale = 1;
+	unsigned int e = 0, u, i;
+	int ip;
+
+	if (ns < 1000) {
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+		return;
+	}
+	/* Integer rounding to 3 significant digits: m in [100, 999] times
+	 * 10^(e-2); doubles would print 9.995us as "10.00us". */
+	for (m = ns; m >= 10; m /= 10)
+		e++;
+	for (i = 0; i < e - 2; i++)
+		scale *= 10;
+	m = ns / scale;
+	if (ns % scale >= scale / 2)
+		m++;
+	if (m == 1000) {
+		m = 100;
+		e++;
+	}
+	u = e < 6 ? 0 : e < 9 ? 1 : 2;
+	ip = (int)e - 3 * (int)(u + 1);	/* digits before the point, - 1 */
+	if (ip == 0) {
+		snprintf(buf, len, "%" PRIu64 ".%02" PRIu64 "%s",
+			 m / 100, m % 100, units[u]);
+	} else if (ip == 1) {
+		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%s",
+			 m / 10, m % 10, units[u]);
+	} else {
+		for (; ip > 2; ip--)
+			m *= 10;
+		snprintf(buf, len, "%" PRIu64 "%s", m, units[u]);
+	}
+}
+
+int report__utf8_next(const char *str, uint32_t *cp)
+{
+	const unsigned char *p = (const unsigned char *)str;
+	uint32_t c, min;
+	int n, i;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] < 0xc2)	/* continuation byte, or overlong C0/C1 lead */
+		return 0;
+	if (p[0] < 0xe0) {
+		n = 2;
+		c = p[0] & 0x1f;
+		min = 0x80;
+	} else if (p[0] < 0xf0) {
+		n = 3;
+		c = p[0] & 0x0f;
+		min = 0x800;
+	} else if (p[0] < 0xf5) {
+		n = 4;
+		c = p[0] & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	/* A NUL is no continuation byte, so this never reads past it. */
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/*
+ * Code points a terminal would act on instead of showing: C0/C1 controls
+ * (escape sequences), DEL, and the bidi and line-separator controls that can
+ * make a name look like another (trojan-source).
+ */
+static bool cp_unsafe(uint32_t c)
+{
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c ||
+	       c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+	       (c >= 0x2066 && c <= 0x2069);
+}
+
+/*
+ * Terminal cells taken by a printable code point. A small fixed table rather
+ * than wcwidth(): that depends on the locale, and output must not. Covers
+ * the common combining marks (0) and East Asian wide ranges and emoji (2).
+ */
+static unsigned int cp_width(uint32_t c)
+{
+	if ((c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
+	    (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x200b && c <= 0x200d) ||
+	    (c >= 0x20d0 && c <= 0x20ff) || (c >= 0xfe00 && c <= 0xfe0f) ||
+	    (c >= 0xfe20 && c <= 0xfe2f))
+		return 0;
+	if ((c >= 0x1100 && c <= 0x115f) || c == 0x2329 || c == 0x232a ||
+	    (c >= 0x2e80 && c <= 0xa4cf && c != 0x303f) ||
+	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
+	    (c >= 0xfe10 && c <= 0xfe19) || (c >= 0xfe30 && c <= 0xfe6f) ||
+	    (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) ||
+	    (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f900 && c <= 0x1f9ff) ||
+	    (c >= 0x20000 && c <= 0x3fffd))
+		return 2;
+	return 1;
+}
+
+/* Display form of the character at p into out (<= 4 bytes), its width into
+ * *w; returns the input bytes it used. An unsafe multi-byte character is
+ * escaped one byte at a time: its continuation bytes are invalid alone. */
+static size_t name_piece(const char *p, char *out, size_t *outlen,
+			 unsigned int *w)
+{
+	uint32_t cp;
+	int n;
+
+	if (*p == '\\') {
+		memcpy(out, "\\\\", 2);
+		*outlen = *w = 2;
+		return 1;
+	}
+	n = report__utf8_next(p, &cp);
+	if (n && !cp_unsafe(cp)) {
+		memcpy(out, p, n);
+		*outlen = n;
+		*w = cp_width(cp);
+		return n;
+	}
+	snprintf(out, 5, "\\x%02x", (unsigned char)*p);
+	*outlen = *w = 4;
+	return 1;
+}
+
+/* Terminal-safe copy of name at most maxw cells wide (cut with "..."), its
+ * width in *width. NULL on ENOMEM. */
+static char *name_display(const char *name, unsigned int maxw,
+			  unsigned int *width)
+{
+	unsigned int w, total = 0, limit;
+	size_t len = strlen(name), n, plen, at = 0;
+	char piece[5], *out;
+	const char *p;
+
+	/* Each input byte becomes at most 4 output bytes (\xHH). */
+	out = malloc(4 * len + 4);
+	if (!out)
+		return NULL;
+	for (p = name; *p; p += n) {
+		n = name_piece(p, piece, &plen, &w);
+		total += w;
+	}
+	limit = total > maxw && maxw >= 3 ? maxw - 3 : maxw;
+	total = 0;
+	for (p = name; *p; p += n) {
+		n = name_piece(p, piece, &plen, &w);
+		if (total + w > limit)
+			break;
+		memcpy(out + at, piece, plen);
+		at += plen;
+		total += w;
+	}
+	if (*p) {
+		memcpy(out + at, "...", 3);
+		at += 3;
+		total += 3;
+	}
+	out[at] = '\0';
+	*width = total;
+	return out;
+}
+
+enum col {
+	COL_ITEM, COL_SELF, COL_PCT, COL_TIME, COL_COUNT, COL_CACHE,
+	COL_BLOCKED, COL_INCR, COL_P50, COL_P99, COL_MAX, NCOLS,
+};
+
+static const char *const col_titles[NCOLS] = {
+	[COL_ITEM] = "Item",
+	[COL_SELF] = "Self time",
+	[COL_PCT] = "% of total time",
+	[COL_TIME] = "Time",
+	[COL_COUNT] = "Item count",
+	[COL_CACHE] = "Cache hits",
+	[COL_BLOCKED] = "Blocked time",
+	[COL_INCR] = "Incr. load time",
+	[COL_P50] = "p50",
+	[COL_P99] = "p99",
+	[COL_MAX] = "Max",
+};
+
+/* One printed row: the Total line or a query. */
+struct line {
+	char *name;		/* display form, owned */
+	unsigned int name_w;
+	const struct sp_query_stats *st;
+	uint64_t p50_ns, p99_ns;
+	bool total;
+};
+
+struct table {
+	const struct summary *s;
+	struct sp_query_stats total;
+	struct line *lines;	/* Total first, then the shown rows */
+	unsigned int nlines;
+	bool visible[NCOLS];
+	unsigned int width[NCOLS];
+};
+
+static double self_pct(const struct summary *s, uint64_t self_ns)
+{
+	if (!s->total_self_ns)
+		return 0.0;
+	return (double)self_ns * 100.0 / (double)s->total_self_ns;
+}
+
+static bool row_shown(const struct summary *s, const struct sp_query_row *r,
+		      const struct report_opts *opts)
+{
+	return opts->percent_above <= 0.0 ||
+	       self_pct(s, r->st.self_ns) > opts->percent_above;
+}
+
+/* The figure an optional column shows for a row; the column is hidden when
+ * it is zero for every query, as measureme does. */
+static uint64_t col_value(const struct sp_query_row *r, enum col c)
+{
+	switch (c) {
+	case COL_CACHE:
+		return r->st.cache_hits;
+	case COL_BLOCKED:
+		return r->st.blocked_ns;
+	case COL_INCR:
+		return r->st.incr_load_ns;
+	case COL_P50:
+		return r->p50_ns;
+	case COL_P99:
+		return r->p99_ns;
+	case COL_MAX:
+		return r->st.max_ns;
+	default:
+		return 1;
+	}
+}
+
+static void cell(const struct table *t, const struct line *l, enum col c,
+		 char *buf, size_t len)
+{
+	const struct sp_query_stats *st = l->st;
+
+	switch (c) {
+	case COL_SELF:
+		report__fmt_ns(buf, len, st->self_ns);
+		break;
+	case COL_PCT:
+		snprintf(buf, len, "%.2f", self_pct(t->s, st->self_ns));
+		break;
+	case COL_TIME:
+		report__fmt_ns(buf, len, st->total_ns);
+		break;
+	case COL_COUNT:
+		snprintf(buf, len, "%" PRIu64, (uint64_t)st->count);
+		break;
+	case COL_CACHE:
+		snprintf(buf, len, "%" PRIu64, (uint64_t)st->cache_hits);
+		break;
+	case COL_BLOCKED:
+		report__fmt_ns(buf, len, st->blocked_ns);
+		break;
+	case COL_INCR:
+		report__fmt_ns(buf, len, st->incr_load_ns);
+		break;
+	case COL_P50:
+	case COL_P99:
+		if (l->total)
+			snprintf(buf, len, "-");
+		else
+			report__fmt_ns(buf, len, c == COL_P50 ? l->p50_ns :
+							      l->p99_ns);
+		break;
+	case COL_MAX:
+		report__fmt_ns(buf, len, st->max_ns);
+		break;
+	default:
+		buf[0] = '\0';
+		break;
+	}
+}
+
+static void total_add(struct sp_query_stats *t, const struct sp_query_stats *st)
+{
+	t->count += st->count;
+	t->total_ns += st->total_ns;
+	t->self_ns += st->self_ns;
+	t->cache_hits += st->cache_hits;
+	t->blocked_ns += st->blocked_ns;
+	t->incr_load_ns += st->incr_load_ns;
+	if (st->max_ns > t->max_ns)
+		t->max_ns = st->max_ns;
+}
+
+static int line_add(struct table *t, const char *name,
+		    const struct sp_query_row *r)
+{
+	struct line *l = &t->lines[t->nlines];
+
+	l->name = name_display(name, NAME_MAX_WIDTH, &l->name_w);
+	if (!l->name)
+		return -ENOMEM;
+	if (r) {
+		l->st = &r->st;
+		l->p50_ns = r->p50_ns;
+		l->p99_ns = r->p99_ns;
+	} else {
+		l->st = &t->total;
+		l->total = true;
+	}
+	t->nlines++;
+	return 0;
+}
+
+static void table_free(struct table *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nlines; i++)
+		free(t->lines[i].name);
+	free(t->lines);
+}
+
+static void table_layout(struct table *t)
+{
+	char buf[NS_BUF];
+	unsigned int i, c;
+
+	for (c = 0; c < NCOLS; c++)
+		t->width[c] = strlen(col_titles[c]);
+	for (i = 0; i < t->nlines; i++) {
+		if (t->lines[i].name_w > t->width[COL_ITEM])
+			t->width[COL_ITEM] = t->lines[i].name_w;
+		for (c = COL_ITEM + 1; c < NCOLS; c++) {
+			cell(t, &t->lines[i], c, buf, sizeof(buf));
+			if (strlen(buf) > t->width[c])
+				t->width[c] = strlen(buf);
+		}
+	}
+}
+
+static int table_build(struct table *t, const struct summary *s,
+		       const struct report_opts *opts)
+{
+	unsigned int i, c;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->s = s;
+	t->lines = calloc((size_t)s->nrows + 1, sizeof(*t->lines));
+	if (!t->lines)
+		return -ENOMEM;
+	for (c = 0; c < NCOLS; c++)
+		t->visible[c] = c <= COL_COUNT;
+	for (i = 0; i < s->nrows; i++) {
+		total_add(&t->total, &s->rows[i].st);
+		for (c = COL_COUNT + 1; c < NCOLS; c++)
+			t->visible[c] |= col_value(&s->rows[i], c) != 0;
+	}
+	err = line_add(t, "Total", NULL);
+	for (i = 0; !err && i < s->nrows; i++) {
+		if (row_shown(s, &s->rows[i], opts))
+			err = line_add(t, s->rows[i].name, &s->rows[i]);
+	}
+	if (err)
+		return err;
+	table_layout(t);
+	return 0;
+}
+
+static void print_sep(FILE *out, const struct table *t)
+{
+	unsigned int c, i;
+
+	for (c = 0; c < NCOLS; c++) {
+		if (!t->visible[c])
+			continue;
+		fputc('+', out);
+		for (i = 0; i < t->width[c] + 2; i++)
+			fputc('-', out);
+	}
+	fputs("+\n", out);
+}
+
+/* Item is left-aligned and padded by display width, figures right-aligned. */
+static void print_row(FILE *out, const struct table *t,
+		      const char *const text[NCOLS], unsigned int item_w)
+{
+	unsigned int c;
+
+	fprintf(out, "| %s%*s ", text[COL_ITEM],
+		(int)(t->width[COL_ITEM] - item_w), "");
+	for (c = COL_ITEM + 1; c < NCOLS; c++) {
+		if (t->visible[c])
+			fprintf(out, "| %*s ", (int)t->width[c], text[c]);
+	}
+	fputs("|\n", out);
+}
+
+static void print_line(FILE *out, const struct table *t, const struct line *l)
+{
+	char bufs[NCOLS][NS_BUF];
+	const char *text[NCOLS];
+	unsigned int c;
+
+	text[COL_ITEM] = l->name;
+	for (c = COL_ITEM + 1; c < NCOLS; c++) {
+		cell(t, l, c, bufs[c], sizeof(bufs[c]));
+		text[c] = bufs[c];
+	}
+	print_row(out, t, text, l->name_w);
+}
+
+static uint64_t group_lo(unsigned int g)
+{
+	return g ? (uint64_t)1 << (g - 1) : 0;
+}
+
+static uint64_t group_hi(unsigned int g)
+{
+	return g < 64 ? (uint64_t)1 << g : UINT64_MAX;
+}
+
+static void group_label(char *buf, size_t len, unsigned int g)
+{
+	char lo[NS_BUF], hi[NS_BUF];
+
+	report__fmt_ns(lo, sizeof(lo), group_lo(g));
+	report__fmt_ns(hi, sizeof(hi), group_hi(g));
+	snprintf(buf, len, "[%s, %s)", lo, hi);
+}
+
+static void hist_bars(FILE *out, const uint64_t *groups, unsigned int first,
+		      unsigned int last, uint64_t max)
+{
+	static const char stars[BAR_WIDTH + 1] =
+		"****************************************";
+	char label[2 * NS_BUF + 8];
+	unsigned int g, lw = 0, cw;
+	int n;
+
+	for (g = first; g <= last; g++) {
+		group_label(label, sizeof(label), g);
+		if (strlen(label) > lw)
+			lw = strlen(label);
+	}
+	cw = snprintf(label, sizeof(label), "%" PRIu64, max);
+	for (g = first; g <= last; g++) {
+		n = (int)((double)groups[g] * BAR_WIDTH / (double)max);
+		/* A bucket with samples shows at least one star. */
+		if (groups[g] && !n)
+			n = 1;
+		group_label(label, sizeof(label), g);
+		fprintf(out, "  %-*s %*" PRIu64 " |%.*s%*s|\n", (int)lw, label,
+			(int)cw, groups[g], n, stars, BAR_WIDTH - n, "");
+	}
+}
+
+/*
+ * The fine log-linear bins merged into power-of-two rows for display only
+ * (like bpftrace's hist()); a fine bin never straddles a power of two, so the
+ * merge is exact. Empty rows at either end are trimmed.
+ */
+static int hist_print(FILE *out, const struct sp_query_row *r)
+{
+	uint64_t groups[HIST_GROUPS] = { 0 }, max = 0;
+	unsigned int i, g, first = HIST_GROUPS, last = 0, w;
+	char cnt[NS_BUF], p50[NS_BUF], p90[NS_BUF], p99[NS_BUF], mx[NS_BUF];
+	char *name;
+
+	for (i = 0; i < r->nbins; i++) {
+		uint64_t lo = sp_hist_bucket_lo(r->bins[i].bucket);
+
+		g = lo ? sp_log2_u64(lo) + 1 : 0;
+		groups[g] += r->bins[i].count;
+	}
+	for (g = 0; g < HIST_GROUPS; g++) {
+		if (!groups[g])
+			continue;
+		if (first == HIST_GROUPS)
+			first = g;
+		last = g;
+		if (groups[g] > max)
+			max = groups[g];
+	}
+	if (!max)
+		return 0;
+	name = name_display(r->name, UINT_MAX, &w);
+	if (!name)
+		return -ENOMEM;
+	snprintf(cnt, sizeof(cnt), "%" PRIu64, (uint64_t)r->st.count);
+	report__fmt_ns(p50, sizeof(p50), r->p50_ns);
+	report__fmt_ns(p90, sizeof(p90), r->p90_ns);
+	report__fmt_ns(p99, sizeof(p99), r->p99_ns);
+	report__fmt_ns(mx, sizeof(mx), r->st.max_ns);
+	fprintf(out, "\n%s  (count %s, p50 %s, p90 %s, p99 %s, max %s)\n",
+		name, cnt, p50, p90, p99, mx);
+	free(name);
+	hist_bars(out, groups, first, last, max);
+	return 0;
+}
+
+int table__write(FILE *out, const struct summary *s,
+		 const struct report_opts *opts)
+{
+	static const struct report_opts defaults;
+	char dur[NS_BUF];
+	struct table t;
+	unsigned int i;
+	int err;
+
+	if (!s->finished)
+		return -EINVAL;
+	if (!opts)
+		opts = &defaults;
+	err = table_build(&t, s, opts);
+	if (err)
+		goto cleanup;
+
+	report__fmt_ns(dur, sizeof(dur), s->duration_ns);
+	fprintf(out, "sptrace: %u queries, duration %s\n", s->nrows, dur);
+	print_sep(out, &t);
+	print_row(out, &t, col_titles, strlen(col_titles[COL_ITEM]));
+	print_sep(out, &t);
+	for (i = 0; i < t.nlines; i++)
+		print_line(out, &t, &t.lines[i]);
+	print_sep(out, &t);
+
+	err = report__warn_errors(out, s);
+	for (i = 0; !err && opts->hist && i < s->nrows; i++) {
+		if (row_shown(s, &s->rows[i], opts))
+			err = hist_print(out, &s->rows[i]);
+	}
+	if (!err)
+		err = report__flush(out);
+cleanup:
+	table_free(&t);
+	return err;
+}
