@@ -84,6 +84,13 @@ struct {
 	__type(value, struct sp_name);
 } zero_name SEC(".maps");
 
+/*
+ * Set by the loader once every site of a batch is attached. Attaching is
+ * one site at a time; without this gate an END attached before its BEGIN
+ * (or the reverse) would see half of the pairs while the loader works.
+ */
+volatile bool armed;
+
 static __always_inline void count_error(__u32 slot, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&errors, &slot);
@@ -234,6 +241,8 @@ static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind)
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	struct sp_thread_stack *st;
 
+	if (!armed)
+		return 0;
 	st = thread_stack((__u32)id, id >> 32, true);
 	if (!st)
 		return 0;
@@ -251,6 +260,8 @@ static __always_inline int on_end(struct pt_regs *ctx, __u32 kind)
 	struct sp_closed c = {};
 	int r;
 
+	if (!armed)
+		return 0;
 	st = thread_stack((__u32)id, tgid, false);
 	if (!st) {
 		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
@@ -332,8 +343,11 @@ SEC("uprobe")
 int sp_cache_hit(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct sp_query_stats *row = query_row(tgid, probe_arg(ctx, 0));
+	struct sp_query_stats *row;
 
+	if (!armed)
+		return 0;
+	row = query_row(tgid, probe_arg(ctx, 0));
 	if (row)
 		row->cache_hits++;
 	return 0;
@@ -372,7 +386,7 @@ int sp_thread_name(struct pt_regs *ctx)
  * short-lived threads never fill the `threads` map. Runs for every exiting
  * thread on the system; untraced ones cost one failed lookup.
  */
-SEC("tracepoint/sched/sched_process_exit")
+SEC("raw_tracepoint/sched_process_exit")
 int sp_thread_exit(void *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();

@@ -49,7 +49,9 @@
  *
  *   items=N queries=Q cache_hits=H incr_loads=L blocked=B
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -70,7 +72,7 @@
  * the default run is about 2 s on two CPUs. */
 #define TICK_ROUNDS 75000
 #define MAX_THREADS 256
-#define MAX_ITEMS 1000000
+#define MAX_ITEMS 100000
 
 /* In rank order: a query only requests queries listed before it. */
 enum query {
@@ -105,8 +107,8 @@ static const struct query_info {
 	[Q_CODEGEN] = { "codegen", 6, PER_ITEM, false },
 };
 
-/* Decoding one loaded result costs this much work. */
-#define DECODE_TICKS 1
+/* Results are stored encoded; encoding or decoding one costs this much. */
+#define CODEC_TICKS 1
 
 /* Whole-session activities, recorded as queries with SP_SCOPE. They are
  * counted apart so that queries= matches the sum of sptrace's counts. */
@@ -149,8 +151,8 @@ struct file_header {
 struct result_record {
 	uint32_t query;
 	uint32_t key;
-	uint64_t value;
-	uint64_t check;		/* guards against reading the wrong record */
+	uint64_t encoded;	/* encode(value) */
+	uint64_t check;		/* of the value: catches a wrong record */
 };
 
 struct index_entry {
@@ -208,12 +210,30 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
-/* Deterministic busy work standing in for real computation. */
+#define CHURN_MUL 0x9e3779b97f4a7c15ull
+
+/* Deterministic busy work standing in for real computation. Every round is
+ * invertible, which makes it the cache's (slow) encoding too. */
 static uint64_t churn(uint64_t x, unsigned long rounds)
 {
 	while (rounds--) {
 		x ^= x >> 31;
-		x *= 0x9e3779b97f4a7c15ull;
+		x *= CHURN_MUL;
+	}
+	return x;
+}
+
+/* The inverse of churn(x, rounds), so the cache's decoding is real work. */
+static uint64_t unchurn(uint64_t x, unsigned long rounds)
+{
+	uint64_t inv = CHURN_MUL;
+	int i;
+
+	for (i = 0; i < 5; i++)		/* Newton: inverse of an odd number */
+		inv *= 2 - CHURN_MUL * inv;
+	while (rounds--) {
+		x *= inv;
+		x ^= (x >> 31) ^ (x >> 62);
 	}
 	return x;
 }
@@ -330,10 +350,10 @@ static bool try_load(struct worker *w, enum query q, unsigned int key,
 
 	SP_INCR_LOAD_BEGIN(name);
 	err = pread_exact(s->results_fd, &r, sizeof(r), s->cache_pos[q][key]);
+	if (!err)
+		*value = unchurn(r.encoded, CODEC_TICKS * s->tick_rounds);
 	ok = !err && r.query == (uint32_t)q && r.key == key &&
-	     r.check == record_check(r.query, r.key, r.value);
-	if (ok)
-		*value = churn(r.value, DECODE_TICKS * s->tick_rounds) ? r.value : 0;
+	     r.check == record_check(r.query, r.key, *value);
 	SP_INCR_LOAD_END(name);
 
 	w->c.incr_loads[q]++;
@@ -490,8 +510,10 @@ static int session_init(struct session *s, const struct options *opt,
 	while (cap < 2 * pairs)
 		cap *= 2;
 	s->memo = calloc(cap, sizeof(*s->memo));
-	if (!s->memo)
+	if (!s->memo) {
+		fprintf(stderr, "query_engine: memo table: %s\n", strerror(ENOMEM));
 		return -ENOMEM;
+	}
 	s->memo_mask = cap - 1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->done, NULL);
@@ -518,8 +540,10 @@ static int session_run(struct session *s, struct counts *c)
 	struct worker *w = calloc(n, sizeof(*w));
 	int err = 0;
 
-	if (!w)
+	if (!w) {
+		fprintf(stderr, "query_engine: workers: %s\n", strerror(ENOMEM));
 		return -ENOMEM;
+	}
 	for (started = 0; started < n; started++) {
 		w[started].s = s;
 		w[started].id = started;
@@ -530,9 +554,14 @@ static int session_run(struct session *s, struct counts *c)
 			break;
 		}
 	}
-	/* With fewer threads than asked the work still completes. */
-	if (err && started > 0)
+	if (err && started > 0) {
+		/* With fewer threads than asked the work still completes. */
+		fprintf(stderr, "query_engine: started %u of %u threads: %s\n",
+			started, n, strerror(-err));
 		err = 0;
+	} else if (err) {
+		fprintf(stderr, "query_engine: pthread_create: %s\n", strerror(-err));
+	}
 	for (i = 0; i < started; i++) {
 		pthread_join(w[i].thread, NULL);
 		counts_add(c, &w[i].c);
@@ -559,6 +588,7 @@ static int persist(struct session *s, struct counts *c)
 	struct file_header ih = { .magic = INDEX_MAGIC, .version = CACHE_VERSION };
 	struct result_record *rec = NULL;
 	struct index_entry *idx = NULL;
+	const char *bad = results_path;
 	size_t n = 0, i;
 	int rfd = -1, ifd = -1, err = 0;
 
@@ -579,7 +609,8 @@ static int persist(struct session *s, struct counts *c)
 		if (e->state != MEMO_DONE || !queries[q].persisted)
 			continue;
 		rec[n] = (struct result_record){
-			.query = q, .key = key, .value = e->value,
+			.query = q, .key = key,
+			.encoded = churn(e->value, CODEC_TICKS * s->tick_rounds),
 			.check = record_check(q, key, e->value),
 		};
 		idx[n] = (struct index_entry){
@@ -591,24 +622,38 @@ static int persist(struct session *s, struct counts *c)
 	rh.count = ih.count = (uint32_t)n;
 
 	rfd = open(results_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (rfd < 0 || (err = write_all(rfd, &rh, sizeof(rh))) ||
-	    (err = write_all(rfd, rec, n * sizeof(*rec)))) {
-		err = err ? err : -errno;
-		fprintf(stderr, "query_engine: %s: %s\n", results_path, strerror(-err));
+	if (rfd < 0) {
+		err = -errno;
 		goto cleanup;
 	}
+	err = write_all(rfd, &rh, sizeof(rh));
+	if (!err)
+		err = write_all(rfd, rec, n * sizeof(*rec));
+	if (!err && close(rfd))
+		err = -errno;
+	rfd = -1;
+	if (err)
+		goto cleanup;
+
+	bad = index_path;
 	ifd = open(index_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (ifd < 0 || (err = write_all(ifd, &ih, sizeof(ih))) ||
-	    (err = write_all(ifd, idx, n * sizeof(*idx)))) {
-		err = err ? err : -errno;
-		fprintf(stderr, "query_engine: %s: %s\n", index_path, strerror(-err));
+	if (ifd < 0) {
+		err = -errno;
 		goto cleanup;
 	}
+	err = write_all(ifd, &ih, sizeof(ih));
+	if (!err)
+		err = write_all(ifd, idx, n * sizeof(*idx));
+	if (!err && close(ifd))
+		err = -errno;
+	ifd = -1;
 cleanup:
-	if (rfd >= 0 && close(rfd) && !err)
-		err = -errno;
-	if (ifd >= 0 && close(ifd) && !err)
-		err = -errno;
+	if (err)
+		fprintf(stderr, "query_engine: %s: %s\n", bad, strerror(-err));
+	if (rfd >= 0)
+		close(rfd);
+	if (ifd >= 0)
+		close(ifd);
 	free(rec);
 	free(idx);
 	return err;
@@ -649,8 +694,10 @@ static int load_dep_graph(struct session *s, struct counts *c)
 		if (!queries[q].persisted)
 			continue;
 		s->cache_pos[q] = malloc(n * sizeof(int64_t));
-		if (!s->cache_pos[q])
-			return -ENOMEM;
+		if (!s->cache_pos[q]) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
 		for (k = 0; k < n; k++)
 			s->cache_pos[q][k] = -1;
 	}
@@ -688,13 +735,15 @@ static int load_dep_graph(struct session *s, struct counts *c)
 		q = (int)idx[i].query;
 		if (q >= Q__COUNT || !queries[q].persisted ||
 		    idx[i].key >= key_count(s, q)) {
+			fprintf(stderr, "query_engine: %s: entry %u: no query %u key %u\n",
+				index_path, i, idx[i].query, idx[i].key);
 			err = -EINVAL;
 			goto cleanup;
 		}
 		s->cache_pos[q][idx[i].key] = (int64_t)idx[i].offset;
 	}
 cleanup:
-	if (err && err != -EINVAL)	/* -EINVAL: check_header said why */
+	if (err && err != -EINVAL)	/* -EINVAL: already said why */
 		fprintf(stderr, "query_engine: %s: %s\n", bad, strerror(-err));
 	free(idx);
 	return err;
@@ -928,11 +977,8 @@ int main(int argc, char **argv)
 		err = build(&opt, "check: clean build of the edits", 1, false,
 			    false, &fresh, &total);
 	remove_cache();
-	if (err) {
-		if (err == -ENOMEM || err == -EAGAIN)
-			fprintf(stderr, "query_engine: %s\n", strerror(-err));
+	if (err)	/* already reported */
 		return 1;
-	}
 	if (opt.verify && fresh != rebuilt) {
 		fprintf(stderr, "query_engine: incremental rebuild digest %016llx differs from a clean build's %016llx\n",
 			(unsigned long long)rebuilt, (unsigned long long)fresh);

@@ -71,12 +71,12 @@ static const struct {
 
 int attach__cookie_from_args(const char *args, uint64_t *cookie)
 {
-	struct usdt_arg v[12];
+	struct usdt_arg v[USDT_ARGS_MAX];
 	int n, i;
 	size_t j;
 
 	*cookie = 0;
-	n = usdt_args__parse(args, v, 12);
+	n = usdt_args__parse(args, v, USDT_ARGS_MAX);
 	if (n < 0)
 		return n;
 	if (n > 8)

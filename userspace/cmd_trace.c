@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "addr_space.h"
 #include "attach.h"
 #include "commands.h"
 #include "launch.h"
@@ -49,6 +50,7 @@ struct trace_state {
 	struct trace_env *env;
 	struct query_bpf *skel;
 	struct attacher att;
+	struct addr_spaces spaces;	/* to read query names */
 	struct launch launch;
 	bool launched;
 	int child_status;		/* launch mode: exit status to return */
@@ -325,6 +327,7 @@ static int attach_pids(struct trace_state *ts)
 			return -ENOENT;
 		}
 		with_probes++;
+		addr_spaces__snapshot(&ts->spaces, pid);
 		ts->pidfds[i] = (int)syscall(SYS_pidfd_open, pid, 0);
 		ts->alive[i] = true;
 		sp_info("pid %d (%s): %d probe sites attached", (int)pid,
@@ -347,10 +350,7 @@ static int start_command(struct trace_state *ts)
 				    ts->launch.path);
 	if (err < 0)
 		return err;
-	err = launch__arm_stopper(&ts->launch);
-	if (err)
-		return err;
-	return launch__go(&ts->launch, ts->env->cmd[0]);
+	return launch__arm_stopper(&ts->launch);
 }
 
 static int exit_status(int status)
@@ -380,6 +380,8 @@ static void reap_child(struct trace_state *ts, bool *stop)
 					sp_warn("pid %d: attaching new libraries failed: %s",
 						(int)ts->launch.pid,
 						strerror(-n));
+				addr_spaces__snapshot(&ts->spaces,
+						      ts->launch.pid);
 				kill(ts->launch.pid, SIGCONT);
 			}
 			continue;
@@ -523,20 +525,30 @@ int cmd_trace(int argc, char **argv)
 	err = env.cmd ? start_command(&ts) : attach_pids(&ts);
 	if (err)
 		goto cleanup;
+	/* Every site is attached: let the BPF side count from now on. A
+	 * command runs only now, so it is seen from its first instruction. */
+	ts.skel->bss->armed = true;
+	if (env.cmd) {
+		err = launch__go(&ts.launch, env.cmd[0]);
+		if (err)
+			goto cleanup;
+	}
 	if (!env.cmd && !env.duration_s)
 		fprintf(stderr, "sptrace: tracing %zu probe sites; Ctrl-C to stop\n",
 			attacher__sites(&ts.att));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = wait_loop(&ts);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	/* Detach first: the maps then hold a final, consistent picture. */
+	/* Disarm, then detach: links go one by one, and an END still attached
+	 * after its BEGIN is gone would count as unbalanced. */
+	ts.skel->bss->armed = false;
 	attacher__destroy(&ts.att);
 	if (err)
 		goto cleanup;
 
 	s.duration_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull +
 			(uint64_t)(t1.tv_nsec - t0.tv_nsec);
-	err = query_maps__read(ts.skel, &s);
+	err = query_maps__read(ts.skel, &ts.spaces, &s);
 	if (err) {
 		sp_err("cannot read the BPF maps: %s", strerror(-err));
 		goto cleanup;
@@ -566,6 +578,7 @@ cleanup:
 		launch__destroy(&ts.launch);
 	}
 	query_bpf__destroy(ts.skel);
+	addr_spaces__free(&ts.spaces);
 	summary__free(&s);
 	for (i = 0; i < env.npids; i++)
 		if (ts.pidfds[i] >= 0)

@@ -35,6 +35,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,6 +65,16 @@ struct stapsdt_base {
 	bool present;
 	uint64_t addr;
 };
+
+static pthread_once_t libelf_once = PTHREAD_ONCE_INIT;
+static bool libelf_ok;
+
+/* libelf wants elf_version() before anything else, once: files may be
+ * scanned from several threads, hence pthread_once. */
+static void libelf_init(void)
+{
+	libelf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
 
 static void elf_ctx__close(struct elf_ctx *ctx)
 {
@@ -133,9 +144,8 @@ static int elf_ctx__open(int fd, struct elf_ctx *ctx)
 		return -ENOEXEC;
 	ctx->file_size = (uint64_t)st.st_size;
 
-	/* Must precede any other libelf call. It is idempotent and cheap, so
-	 * calling it on each open needs no once-flag shared between threads. */
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	pthread_once(&libelf_once, libelf_init);
+	if (!libelf_ok)
 		return -ENOSYS;
 	ctx->elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!ctx->elf)
@@ -477,6 +487,8 @@ int usdt_file__open_fd(int fd, const char *path, struct usdt_file **out,
 	unsigned int bad = 0;
 	int err;
 
+	if (bad_notes)
+		*bad_notes = 0;
 	if (fd < 0 || !out)
 		return -EINVAL;
 	f = calloc(1, sizeof(*f));

@@ -3,8 +3,8 @@
  * Live source: reads `queries`, `hist`, `names` and `errors` of
  * bpf/query.bpf.c and feeds the summary. Names are taken from the `names`
  * map the BPF side filled when each row was created; a name it could not
- * read (page not present) is read now from the target's memory, and if the
- * target is gone the row is named after its address and the loss counted.
+ * read (its page was not present) is read now through the address-space
+ * snapshot; failing that the row is named after its address.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "addr_space.h"
 #include "log.h"
 #include "query.skel.h"
 #include "query_maps.h"
@@ -37,6 +37,7 @@ struct name_entry {
 struct name_table {
 	struct name_entry *v;
 	size_t n, cap;
+	uint64_t unresolved;	/* names neither BPF nor we could read */
 };
 
 static int key_cmp(const void *a, const void *b)
@@ -50,38 +51,8 @@ static int key_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* Reads a NUL-terminated string of at most SP_NAME_LEN - 1 bytes from the
- * target, for names the BPF side could not read. */
-static int read_target_string(__u32 pid, __u64 addr, char *buf, size_t len)
-{
-	struct iovec local = { buf, len - 1 }, remote = { (void *)addr, len - 1 };
-	ssize_t n;
-
-	n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
-	if (n <= 0) {
-		/* The string may end right before an unmapped page. */
-		size_t i;
-
-		for (i = 0; i < len - 1; i++) {
-			local.iov_base = buf + i;
-			local.iov_len = 1;
-			remote.iov_base = (void *)(addr + i);
-			remote.iov_len = 1;
-			if (process_vm_readv((pid_t)pid, &local, 1, &remote, 1,
-					     0) != 1)
-				break;
-			if (!buf[i])
-				return 0;
-		}
-		if (!i)
-			return -ESRCH;
-		n = (ssize_t)i;
-	}
-	buf[n] = 0;
-	return 0;
-}
-
-static int load_names(int fd, struct name_table *t)
+static int load_names(int fd, const struct addr_spaces *as,
+		      struct name_table *t)
 {
 	struct sp_query_key key, next, *prev = NULL;
 	struct sp_name val;
@@ -94,11 +65,12 @@ static int load_names(int fd, struct name_table *t)
 			continue;
 		val.str[SP_NAME_LEN - 1] = 0;
 		if (!val.str[0] &&
-		    read_target_string(key.tgid, key.name, val.str,
-				       sizeof(val.str))) {
+		    addr_spaces__read_str(as, (pid_t)key.tgid, key.name,
+					  val.str, sizeof(val.str))) {
 			snprintf(val.str, sizeof(val.str),
 				 "<unreadable name 0x%llx in pid %u>",
 				 (unsigned long long)key.name, key.tgid);
+			t->unresolved++;
 		}
 		if (t->n == t->cap) {
 			size_t cap = t->cap ? t->cap * 2 : 256;
@@ -121,8 +93,9 @@ static int load_names(int fd, struct name_table *t)
 	return 0;
 }
 
-static const char *name_of(struct name_table *t, __u32 tgid, __u64 name,
-			   char *fallback, size_t len)
+static const char *name_of(struct name_table *t,
+			   const struct addr_spaces *as, __u32 tgid,
+			   __u64 name, char *fallback, size_t len)
 {
 	struct sp_query_key key = { .name = name, .tgid = tgid };
 	struct name_entry *e;
@@ -131,13 +104,14 @@ static const char *name_of(struct name_table *t, __u32 tgid, __u64 name,
 	if (e)
 		return e->str;
 	/* The names map was full when this row appeared. */
-	if (read_target_string(tgid, name, fallback, len))
+	if (addr_spaces__read_str(as, (pid_t)tgid, name, fallback, len))
 		snprintf(fallback, len, "<unnamed 0x%llx in pid %u>",
 			 (unsigned long long)name, tgid);
 	return fallback;
 }
 
-static int read_queries(int fd, struct name_table *t, struct summary *s,
+static int read_queries(int fd, struct name_table *t,
+			const struct addr_spaces *as, struct summary *s,
 			int ncpus)
 {
 	struct sp_query_key key, next, *prev = NULL;
@@ -170,7 +144,7 @@ static int read_queries(int fd, struct name_table *t, struct summary *s,
 			sum.blocked_count += v->blocked_count;
 			sum.blocked_ns += v->blocked_ns;
 		}
-		err = summary__add_stats(s, name_of(t, key.tgid, key.name,
+		err = summary__add_stats(s, name_of(t, as, key.tgid, key.name,
 						    fallback, sizeof(fallback)),
 					 &sum);
 		if (err)
@@ -180,7 +154,8 @@ static int read_queries(int fd, struct name_table *t, struct summary *s,
 	return err;
 }
 
-static int read_hist(int fd, struct name_table *t, struct summary *s,
+static int read_hist(int fd, struct name_table *t,
+		     const struct addr_spaces *as, struct summary *s,
 		     int ncpus)
 {
 	struct sp_hist_key key, next, *prev = NULL;
@@ -200,7 +175,7 @@ static int read_hist(int fd, struct name_table *t, struct summary *s,
 			sum += vals[i];
 		if (!sum)
 			continue;
-		err = summary__add_hist(s, name_of(t, key.tgid, key.name,
+		err = summary__add_hist(s, name_of(t, as, key.tgid, key.name,
 						   fallback, sizeof(fallback)),
 					key.bucket, sum);
 		if (err)
@@ -229,7 +204,8 @@ static int read_errors(int fd, struct summary *s, int ncpus)
 	return 0;
 }
 
-int query_maps__read(struct query_bpf *skel, struct summary *s)
+int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
+		     struct summary *s)
 {
 	struct name_table t = {};
 	int ncpus = libbpf_num_possible_cpus(), err;
@@ -237,13 +213,17 @@ int query_maps__read(struct query_bpf *skel, struct summary *s)
 
 	if (ncpus <= 0)
 		return ncpus ? ncpus : -EINVAL;
-	err = load_names(bpf_map__fd(skel->maps.names), &t);
+	err = load_names(bpf_map__fd(skel->maps.names), as, &t);
 	if (!err)
-		err = read_queries(bpf_map__fd(skel->maps.queries), &t, s, ncpus);
+		err = read_queries(bpf_map__fd(skel->maps.queries), &t, as, s,
+				   ncpus);
 	if (!err)
-		err = read_hist(bpf_map__fd(skel->maps.hist), &t, s, ncpus);
+		err = read_hist(bpf_map__fd(skel->maps.hist), &t, as, s, ncpus);
 	if (!err)
 		err = read_errors(bpf_map__fd(skel->maps.errors), s, ncpus);
+	/* BPF counts names it could not read in place; most are read here
+	 * from the mapped file. Report only those still unknown. */
+	s->errors[SP_ERR_NAME_READ] = t.unresolved;
 	for (i = 0; i < t.n; i++)
 		free(t.v[i].str);
 	free(t.v);

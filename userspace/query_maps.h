@@ -10,9 +10,12 @@
 #include "summary.h"
 
 struct query_bpf;
+struct addr_spaces;
 
-/* Fills s from the maps of a loaded query program. 0 or -errno. */
-int query_maps__read(struct query_bpf *skel, struct summary *s);
+/* Fills s from the maps of a loaded query program; names the BPF side could
+ * not read are read through `as`. 0 or -errno. */
+int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
+		     struct summary *s);
 /* Sets map sizes before load (0 keeps the default). 0 or -errno. */
 int query_maps__resize(struct query_bpf *skel, unsigned int max_queries,
 		       unsigned int max_threads);

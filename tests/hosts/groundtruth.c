@@ -2,9 +2,14 @@
 /*
  * Ground-truth host: a fixed pattern of nested and recursive queries, cache
  * hits, blocked and incremental-load intervals and a query in a shared
- * library, on two threads. Every count is known in advance; every duration
- * is a busy-wait whose real length the host measures and prints as JSON, so
- * the tests compare sptrace's figures with what really happened.
+ * library, on several threads. Every count is known in advance. Every
+ * duration is a busy-wait, and the host times each interval itself with
+ * its own clock right inside the probes, computing total and self time the
+ * way the documentation defines them; it prints that truth as JSON.
+ *
+ * A first, untimed round runs the same sites under "warm_" names, so the
+ * kernel's one-time cost of a site's first hit (the int3 that turns the nop
+ * into a call) is not in the measured rows.
  *
  *   groundtruth [--wait] [--threads N] ITERATIONS
  *
@@ -22,75 +27,125 @@
 #define MS 1000000ull
 
 enum { T_OUTER, T_INNER, T_SHARED, T_CODEGEN, T_LIB, T_RECURSE, T__MAX };
-static const char *const tnames[T__MAX] = {
-	"outer", "inner", "shared", "codegen", "lib_query", "recurse",
+static const char *const names[2][T__MAX] = {
+	{ "outer", "inner", "shared", "codegen", "lib_query", "recurse" },
+	{ "warm_outer", "warm_inner", "warm_shared", "warm_codegen",
+	  "warm_lib_query", "warm_recurse" },
 };
 
 struct truth {
-	uint64_t spin[T__MAX];	/* ns spent spinning directly in each */
+	uint64_t total[T__MAX];
+	uint64_t self[T__MAX];
 };
 
 static int iterations;
 static struct truth totals;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void inner(struct truth *t)
+/* Accounts one interval of query q: `d` long, `child` of it in children. */
+static uint64_t account(struct truth *t, int q, uint64_t d, uint64_t child)
 {
-	SP_QUERY_BEGIN("inner");
-	t->spin[T_INNER] += gt_spin(1 * MS);
-	SP_QUERY_END("inner");
+	t->total[q] += d;
+	t->self[q] += d - child;
+	return d;
 }
 
-static void recurse(struct truth *t, int depth)
+static uint64_t inner(struct truth *t, const char *const *n)
 {
-	SP_SCOPE("recurse");
-	t->spin[T_RECURSE] += gt_spin(MS / 2);
+	uint64_t t0, t1;
+
+	SP_QUERY_BEGIN(n[T_INNER]);
+	t0 = gt_now();
+	gt_spin(1 * MS);
+	t1 = gt_now();
+	SP_QUERY_END(n[T_INNER]);
+	return account(t, T_INNER, t1 - t0, 0);
+}
+
+static uint64_t recurse(struct truth *t, const char *const *n, int depth)
+{
+	uint64_t t0, t1, child = 0;
+
+	SP_QUERY_BEGIN(n[T_RECURSE]);
+	t0 = gt_now();
+	gt_spin(MS / 2);
 	if (depth > 1)
-		recurse(t, depth - 1);
+		child = recurse(t, n, depth - 1);
+	t1 = gt_now();
+	SP_QUERY_END(n[T_RECURSE]);
+	return account(t, T_RECURSE, t1 - t0, child);
 }
 
-static void outer(struct truth *t)
+static uint64_t outer(struct truth *t, const char *const *n)
 {
+	uint64_t t0, t1, a, b, child = 0;
 	int i;
 
-	SP_QUERY_BEGIN("outer");
-	t->spin[T_OUTER] += gt_spin(2 * MS);
-	inner(t);
-	inner(t);
-	SP_BLOCKED_BEGIN("shared");
-	t->spin[T_SHARED] += gt_spin(1 * MS);
-	SP_BLOCKED_END("shared");
-	SP_INCR_LOAD_BEGIN("codegen");
-	t->spin[T_CODEGEN] += gt_spin(MS / 2);
-	SP_INCR_LOAD_END("codegen");
+	SP_QUERY_BEGIN(n[T_OUTER]);
+	t0 = gt_now();
+	gt_spin(2 * MS);
+	child += inner(t, n);
+	child += inner(t, n);
+
+	SP_BLOCKED_BEGIN(n[T_SHARED]);
+	a = gt_now();
+	gt_spin(1 * MS);
+	b = gt_now();
+	SP_BLOCKED_END(n[T_SHARED]);
+	child += account(t, T_SHARED, b - a, 0);
+
+	SP_INCR_LOAD_BEGIN(n[T_CODEGEN]);
+	a = gt_now();
+	gt_spin(MS / 2);
+	b = gt_now();
+	SP_INCR_LOAD_END(n[T_CODEGEN]);
+	child += account(t, T_CODEGEN, b - a, 0);
+
 	for (i = 0; i < 3; i++)
-		SP_CACHE_HIT("inner");
-	gt_lib_query(1 * MS, &t->spin[T_LIB]);
-	SP_QUERY_END("outer");
+		SP_CACHE_HIT(n[T_INNER]);
+	child += account(t, T_LIB, gt_lib_query(n[T_LIB], 1 * MS), 0);
+	t1 = gt_now();
+	SP_QUERY_END(n[T_OUTER]);
+	return account(t, T_OUTER, t1 - t0, child);
 }
 
 static void *worker(void *arg)
 {
-	struct truth t;
+	struct truth t, warm;
 	int i, k;
 
 	(void)arg;
 	memset(&t, 0, sizeof(t));
 	SP_THREAD_NAME("gt-worker");
+	outer(&warm, names[1]);
+	recurse(&warm, names[1], 3);
 	for (i = 0; i < iterations; i++) {
-		outer(&t);
-		recurse(&t, 3);
+		outer(&t, names[0]);
+		recurse(&t, names[0], 3);
 	}
 	pthread_mutex_lock(&lock);
-	for (k = 0; k < T__MAX; k++)
-		totals.spin[k] += t.spin[k];
+	for (k = 0; k < T__MAX; k++) {
+		totals.total[k] += t.total[k];
+		totals.self[k] += t.self[k];
+	}
 	pthread_mutex_unlock(&lock);
 	return NULL;
 }
 
+static void print_map(const char *key, const uint64_t *v)
+{
+	int k;
+
+	printf("\"%s\": {", key);
+	for (k = 0; k < T__MAX; k++)
+		printf("%s\"%s\": %llu", k ? ", " : "", names[0][k],
+		       (unsigned long long)v[k]);
+	printf("}");
+}
+
 int main(int argc, char **argv)
 {
-	int nthreads = 2, wait = 0, i, k;
+	int nthreads = 2, wait = 0, i;
 	pthread_t th[64];
 
 	for (i = 1; i < argc - 1; i++) {
@@ -120,11 +175,10 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 
-	printf("{\"threads\": %d, \"iterations\": %d, \"spin_ns\": {", nthreads,
-	       iterations);
-	for (k = 0; k < T__MAX; k++)
-		printf("%s\"%s\": %llu", k ? ", " : "", tnames[k],
-		       (unsigned long long)totals.spin[k]);
-	printf("}}\n");
+	printf("{\"threads\": %d, \"iterations\": %d, ", nthreads, iterations);
+	print_map("total_ns", totals.total);
+	printf(", ");
+	print_map("self_ns", totals.self);
+	printf("}\n");
 	return 0;
 }

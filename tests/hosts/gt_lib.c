@@ -3,9 +3,14 @@
 #include <sp_probe.h>
 #include "gt_spin.h"
 
-void gt_lib_query(uint64_t ns, uint64_t *spent)
+uint64_t gt_lib_query(const char *name, uint64_t ns)
 {
-	SP_QUERY_BEGIN("lib_query");
-	*spent += gt_spin(ns);
-	SP_QUERY_END("lib_query");
+	uint64_t t0, t1;
+
+	SP_QUERY_BEGIN(name);
+	t0 = gt_now();
+	gt_spin(ns);
+	t1 = gt_now();
+	SP_QUERY_END(name);
+	return t1 - t0;
 }

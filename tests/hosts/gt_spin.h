@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Busy-wait for the ground-truth hosts: returns the ns actually spent, so
- * the host can report the truth even when the scheduler stretches a spin. */
+/* Busy-wait and clock of the ground-truth hosts. */
 #ifndef GT_SPIN_H
 #define GT_SPIN_H
 
@@ -25,6 +24,8 @@ static inline uint64_t gt_spin(uint64_t ns)
 	return t - t0;
 }
 
-void gt_lib_query(uint64_t ns, uint64_t *spent);
+/* Runs query `name` in the shared library; returns its time as the host
+ * measured it. */
+uint64_t gt_lib_query(const char *name, uint64_t ns);
 
 #endif

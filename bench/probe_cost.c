@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/*
+ * probe_cost: times one loop per mode, for bench/run_probe_cost.sh, which
+ * runs the modes untraced and traced and prints the ratios between them.
+ *
+ *   probe_cost MODE N [REPEAT]
+ *
+ *   empty     N iterations of a loop holding only a compiler barrier
+ *   disabled  the same loop around an SP_QUERY_BEGIN/END pair, untraced
+ *   pair      the same code as disabled, meant to run under sptrace
+ *   syscall   N bare syscall(SYS_getppid)
+ *   sdt       the loop around a <sys/sdt.h> DTRACE_PROBE1 bench:begin /
+ *             bench:end pair, meant to run under bpftrace
+ *
+ * Prints one line: mode=M n=N repeat=R traced=0|1 ns_per_iter=F, where F is
+ * the fastest of REPEAT (default 1) timed runs, by CLOCK_MONOTONIC around the
+ * loop. traced says whether a tracer had enabled the sp probes (always 0 for
+ * sdt, whose probes have no semaphore). Only meaningful when optimised.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sdt.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <sp_probe.h>
+
+/* Keeps the compiler from merging, hoisting or deleting loop iterations. */
+#define BARRIER() __asm__ __volatile__("" ::: "memory")
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Each loop is its own non-inlined function, so every mode's loop gets the
+ * same code around it and nothing of main's. */
+__attribute__((noinline)) static void loop_empty(unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++)
+		BARRIER();
+}
+
+__attribute__((noinline)) static void loop_pair(unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		SP_QUERY_BEGIN("bench");
+		BARRIER();
+		SP_QUERY_END("bench");
+	}
+}
+
+__attribute__((noinline)) static void loop_syscall(unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++)
+		syscall(SYS_getppid);
+}
+
+__attribute__((noinline)) static void loop_sdt(unsigned long n)
+{
+	static const char name[] = "bench";
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		DTRACE_PROBE1(bench, begin, name);
+		BARRIER();
+		DTRACE_PROBE1(bench, end, name);
+	}
+}
+
+static const struct mode {
+	const char *name;
+	void (*loop)(unsigned long n);
+} modes[] = {
+	{ "empty", loop_empty },
+	{ "disabled", loop_pair },
+	{ "pair", loop_pair },
+	{ "syscall", loop_syscall },
+	{ "sdt", loop_sdt },
+};
+
+static int parse_count(const char *arg, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > max)
+		return -1;
+	*out = (unsigned long)v;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: probe_cost empty|disabled|pair|syscall|sdt N [REPEAT]\n");
+}
+
+int main(int argc, char **argv)
+{
+	const struct mode *m = NULL;
+	unsigned long n, repeat = 1, r;
+	double best = 0;
+	int traced;
+	size_t i;
+
+	if (argc < 3 || argc > 4) {
+		usage(stderr);
+		return 2;
+	}
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(argv[1], modes[i].name))
+			m = &modes[i];
+	if (!m || parse_count(argv[2], 1ul << 40, &n) ||
+	    (argc == 4 && parse_count(argv[3], 1000, &repeat))) {
+		usage(stderr);
+		return 2;
+	}
+
+#ifndef __OPTIMIZE__
+	fprintf(stderr, "probe_cost: built without optimisation: the figures mean little\n");
+#endif
+	/* Read once before timing: a tracer attaches before the loop starts. */
+	traced = SP_ENABLED() ? 1 : 0;
+	if (!strcmp(m->name, "disabled") && traced)
+		fprintf(stderr, "probe_cost: disabled: the sp probes are enabled (a tracer is attached)\n");
+	if (!strcmp(m->name, "pair") && !traced)
+		fprintf(stderr, "probe_cost: pair: no tracer enabled the sp probes\n");
+
+	for (r = 0; r < repeat; r++) {
+		double t0 = now_ns(), ns;
+
+		m->loop(n);
+		ns = (now_ns() - t0) / (double)n;
+		if (r == 0 || ns < best)
+			best = ns;
+	}
+	printf("mode=%s n=%lu repeat=%lu traced=%d ns_per_iter=%.3f\n", m->name,
+	       n, repeat, traced, best);
+	return 0;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# run_probe_cost.sh BUILD_DIR: what an sp probe costs, as ratios between
+# loops timed in this one run (absolute ns differ between machines, ratios
+# much less). Needs root (uprobes), the meson build of bench/probe_cost and
+# userspace/sptrace, and bpftrace for the comparison rows. About 30 s.
+#
+# Rows (ns per loop iteration, fastest of several runs for the cheap ones):
+#   empty loop, sp pair untraced, bare getppid syscall, sp pair traced by
+#   sptrace, sdt pair untraced and traced by bpftrace (per-thread start,
+#   per-name sum + count: about the work sptrace's BPF does), and the sp pair
+#   traced by that same bpftrace script, which separates what the probe site
+#   (sp's 5-byte nop vs sdt's 1-byte nop) and the tracer each contribute.
+#
+# Loop sizes can be changed from the environment: N_LOOP, N_SYSCALL,
+# N_TRACED, N_BPFTRACE.
+set -euo pipefail
+
+prog=${0##*/}
+die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
+warn() { printf '%s: warning: %s\n' "$prog" "$*" >&2; }
+
+if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+	echo "usage: $prog BUILD_DIR   (a configured and compiled meson build directory)" >&2
+	exit 2
+fi
+[ -d "$1" ] || die "$1: no such build directory (meson setup $1 && meson compile -C $1)"
+build=$(cd "$1" && pwd)
+pc=$build/bench/probe_cost
+sptrace=$build/userspace/sptrace
+[ -x "$pc" ] || die "$pc: not found or not executable (meson compile -C $1)"
+[ -x "$sptrace" ] || die "$sptrace: not found or not executable (meson compile -C $1)"
+[ "$(id -u)" -eq 0 ] || die "must run as root: attaching uprobes needs it"
+bpftrace=$(command -v bpftrace || true)
+[ -n "$bpftrace" ] || warn "bpftrace not found: skipping the bpftrace rows"
+
+N_LOOP=${N_LOOP:-50000000}	# empty and untraced pair loops, x R_LOOP x 3
+N_SYSCALL=${N_SYSCALL:-1000000}	# x R_SYSCALL
+N_TRACED=${N_TRACED:-1000000}	# sp pair under sptrace, x R_TRACED
+N_BPFTRACE=${N_BPFTRACE:-1000000}	# each pair under bpftrace, once
+R_LOOP=5
+R_SYSCALL=3
+R_TRACED=3
+
+# The value of ns_per_iter= in probe_cost's output (other output, such as
+# the tracer's, is ignored).
+ns_of() { sed -n 's/.*mode=.*ns_per_iter=\([0-9.]*\).*/\1/p' | tail -n 1; }
+
+# measure LABEL CMD...: runs CMD, sets $out to its output and $ns to the
+# figure probe_cost printed; dies with the output if either fails.
+measure() {
+	local label=$1
+	shift
+	if ! out=$(timeout 120 "$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		die "$label: '$*' failed"
+	fi
+	ns=$(ns_of <<<"$out")
+	[ -n "$ns" ] || { printf '%s\n' "$out" >&2; die "$label: no ns_per_iter= in the output of '$*'"; }
+}
+
+# calc EXPR: floating-point arithmetic; "n/a" when a divisor is not positive.
+calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+
+row() { printf '  %-40s %10.2f\n' "$1" "$2"; }
+
+# A bpftrace script doing what sptrace does per pair: remember the start per
+# thread, add the duration and a count per name at the end.
+bt_script() { # PROVIDER BEGIN END
+	local p=$pc
+	printf 'usdt:%s:%s:%s { @s[tid] = nsecs; } ' "$p" "$1" "$2"
+	printf 'usdt:%s:%s:%s /@s[tid]/ { @t[str(arg0)] = sum(nsecs - @s[tid]); @c[str(arg0)] = count(); delete(@s[tid]); }' "$p" "$1" "$3"
+}
+
+# bt_measure LABEL PROVIDER BEGIN END MODE: the MODE loop under bpftrace.
+bt_measure() {
+	measure "$1" "$bpftrace" -e "$(bt_script "$2" "$3" "$4")" -c "$pc $5 $N_BPFTRACE"
+	grep -q "^@c\[bench\]: $N_BPFTRACE\$" <<<"$out" ||
+		warn "$1: bpftrace did not count $N_BPFTRACE pairs: the figure is not for a traced loop"
+}
+
+echo "probe_cost: ns per loop iteration ($pc)"
+
+# min A B: the smaller of two figures.
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
+
+# The sub-ns loops alternate, so that a change of CPU speed or load during
+# the run hits both alike; each keeps its fastest figure.
+empty='' disabled=''
+for _ in 1 2 3; do
+	measure "empty loop" "$pc" empty "$N_LOOP" "$R_LOOP"
+	empty=$(min "${empty:-$ns}" "$ns")
+	measure "sp pair, not traced" "$pc" disabled "$N_LOOP" "$R_LOOP"
+	disabled=$(min "${disabled:-$ns}" "$ns")
+	grep -q 'traced=0' <<<"$out" || warn "the untraced sp pair ran with its probes enabled (is another tracer attached?)"
+done
+row "empty loop (compiler barrier)" "$empty"
+row "sp pair, not traced" "$disabled"
+
+measure "syscall" "$pc" syscall "$N_SYSCALL" "$R_SYSCALL"
+sys=$ns
+row "bare syscall (getppid)" "$sys"
+
+measure "sp pair, sptrace" "$sptrace" -- "$pc" pair "$N_TRACED" "$R_TRACED"
+sp_traced=$ns
+grep -q 'traced=1' <<<"$out" || warn "sptrace had not enabled the probes when the loop started: the figure is not for a traced loop"
+row "sp pair, traced by sptrace" "$sp_traced"
+
+if [ -n "$bpftrace" ]; then
+	measure "sdt pair, not traced" "$pc" sdt "$N_LOOP" "$R_LOOP"
+	sdt=$ns
+	row "sdt pair, not traced" "$sdt"
+	bt_measure "sdt pair, bpftrace" bench begin end sdt
+	sdt_bt=$ns
+	row "sdt pair, traced by bpftrace" "$sdt_bt"
+	bt_measure "sp pair, bpftrace" sp query_begin query_end pair
+	sp_bt=$ns
+	row "sp pair, traced by bpftrace" "$sp_bt"
+fi
+
+# Traced costs are net of the loop the pair sits in.
+sp_pair=$(calc "$sp_traced - $empty")
+echo
+echo "ratios"
+printf '  %-40s %10s ns = %sx the empty loop iteration\n' \
+	"disabled sp pair overhead:" "$(calc "$disabled - $empty")" "$(ratio "$disabled" "$empty")"
+printf '  %-40s %10s ns = %sx a bare syscall\n' \
+	"sp pair traced by sptrace:" "$sp_pair" "$(ratio "$sp_pair" "$sys")"
+if [ -n "$bpftrace" ]; then
+	sdt_pair=$(calc "$sdt_bt - $sdt")
+	sp_bt_pair=$(calc "$sp_bt - $empty")
+	printf '  %-40s %10sx\n' "bpftrace sdt pair / sptrace sp pair:" "$(ratio "$sdt_pair" "$sp_pair")"
+	printf '  %-40s %10sx  (the tracer alone)\n' "bpftrace sp pair / sptrace sp pair:" "$(ratio "$sp_bt_pair" "$sp_pair")"
+	printf '  %-40s %10sx  (the probe site alone)\n' "bpftrace sdt pair / bpftrace sp pair:" "$(ratio "$sdt_pair" "$sp_bt_pair")"
+fi

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Address-space snapshots for reading target strings. The BPF side cannot
+ * read a string whose page was never touched (it may not fault), and a
+ * string literal's page usually is not: the program only loads its address.
+ * So the loader reads names itself: at the place in the file that was mapped
+ * there, or, for memory no file backs, through process_vm_readv.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "addr_space.h"
+#include "proc_maps.h"
+
+static void space_clear(struct addr_space *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nfiles; i++) {
+		if (s->files[i].fd >= 0)
+			close(s->files[i].fd);
+		free(s->files[i].path);
+	}
+	free(s->files);
+	free(s->maps);
+	s->files = NULL;
+	s->maps = NULL;
+	s->nfiles = s->nmaps = 0;
+}
+
+static struct addr_space *space_get(struct addr_spaces *as, pid_t pid,
+				    bool create)
+{
+	struct addr_space *v;
+	size_t i;
+
+	for (i = 0; i < as->n; i++)
+		if (as->v[i].pid == pid)
+			return &as->v[i];
+	if (!create)
+		return NULL;
+	v = realloc(as->v, (as->n + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	as->v = v;
+	memset(&v[as->n], 0, sizeof(v[0]));
+	v[as->n].pid = pid;
+	return &v[as->n++];
+}
+
+static int file_index(struct addr_space *s, const struct proc_mapping *m,
+		      size_t *idx)
+{
+	char link[96];
+	struct addr_file *v;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < s->nfiles; i++) {
+		if (!strcmp(s->files[i].path, m->path)) {
+			*idx = i;
+			return 0;
+		}
+	}
+	/* map_files names the mapped inode itself, even if replaced. */
+	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+		 (int)s->pid, m->start, m->end);
+	fd = open(link, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	v = realloc(s->files, (s->nfiles + 1) * sizeof(*v));
+	if (!v) {
+		close(fd);
+		return -ENOMEM;
+	}
+	s->files = v;
+	v[s->nfiles].fd = fd;
+	v[s->nfiles].path = strdup(m->path);
+	if (!v[s->nfiles].path) {
+		close(fd);
+		return -ENOMEM;
+	}
+	*idx = s->nfiles++;
+	return 0;
+}
+
+int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
+{
+	struct proc_maps pm = {};
+	struct addr_space *s;
+	size_t i;
+	int err;
+
+	err = proc_maps__read(pid, &pm);
+	if (err)
+		return err;
+	s = space_get(as, pid, true);
+	if (!s) {
+		proc_maps__free(&pm);
+		return -ENOMEM;
+	}
+	space_clear(s);
+	s->maps = calloc(pm.n ? pm.n : 1, sizeof(*s->maps));
+	if (!s->maps) {
+		proc_maps__free(&pm);
+		return -ENOMEM;
+	}
+	for (i = 0; i < pm.n; i++) {
+		const struct proc_mapping *m = &pm.v[i];
+		size_t idx = 0;
+
+		if (!m->path || m->path[0] != '/' || !m->inode)
+			continue;
+		if (file_index(s, m, &idx))
+			continue;	/* unmapped meanwhile, or no access */
+		s->maps[s->nmaps++] = (struct addr_map){
+			.start = m->start, .end = m->end, .pgoff = m->pgoff,
+			.file = idx,
+		};
+	}
+	proc_maps__free(&pm);
+	return 0;
+}
+
+static int read_live(pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	/* Page by page: the string may end just before an unmapped page. */
+	while (got < len - 1) {
+		size_t chunk = 4096 - ((addr + got) & 4095);
+		struct iovec l, r;
+		ssize_t n;
+
+		if (chunk > len - 1 - got)
+			chunk = len - 1 - got;
+		l.iov_base = buf + got;
+		l.iov_len = chunk;
+		r.iov_base = (void *)(uintptr_t)(addr + got);
+		r.iov_len = chunk;
+		n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+		if (n <= 0)
+			return got ? 0 : -errno;
+		if (memchr(buf + got, 0, (size_t)n))
+			return 0;
+		got += (size_t)n;
+	}
+	buf[len - 1] = 0;
+	return 0;
+}
+
+static int read_file(const struct addr_space *s, uint64_t addr, char *buf,
+		     size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < s->nmaps; i++) {
+		const struct addr_map *m = &s->maps[i];
+		ssize_t n;
+
+		if (addr < m->start || addr >= m->end)
+			continue;
+		n = pread(s->files[m->file].fd, buf, len - 1,
+			  (off_t)(addr - m->start + m->pgoff));
+		if (n <= 0)
+			return n ? -errno : -ENOENT;
+		buf[n] = 0;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int addr_spaces__read_str(const struct addr_spaces *as, pid_t pid,
+			  uint64_t addr, char *buf, size_t len)
+{
+	const struct addr_space *s = NULL;
+	size_t i;
+
+	if (len < 2)
+		return -EINVAL;
+	memset(buf, 0, len);
+	/* The file first: a literal's bytes there are what was mapped, and
+	 * the pid may since have been reused by another process. */
+	for (i = 0; i < as->n; i++)
+		if (as->v[i].pid == pid)
+			s = &as->v[i];
+	if (s && !read_file(s, addr, buf, len))
+		return 0;
+	return read_live(pid, addr, buf, len);
+}
+
+void addr_spaces__free(struct addr_spaces *as)
+{
+	size_t i;
+
+	for (i = 0; i < as->n; i++)
+		space_clear(&as->v[i]);
+	free(as->v);
+	as->v = NULL;
+	as->n = 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Snapshots of targets' file-backed mappings, with the files held open, so
+ * that an address in a target (a query name literal in .rodata) can be read
+ * even after the target has exited or its files were replaced.
+ */
+#ifndef SPTRACE_ADDR_SPACE_H
+#define SPTRACE_ADDR_SPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct addr_file {
+	char *path;
+	int fd;
+};
+
+struct addr_map {
+	uint64_t start, end, pgoff;
+	size_t file;		/* index into files */
+};
+
+struct addr_space {
+	pid_t pid;
+	struct addr_file *files;
+	size_t nfiles;
+	struct addr_map *maps;
+	size_t nmaps;
+};
+
+struct addr_spaces {
+	struct addr_space *v;
+	size_t n;
+};
+
+/* (Re)reads pid's mappings; replaces its previous snapshot. 0 or -errno. */
+int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid);
+/*
+ * Reads a NUL-terminated string at addr in pid into buf (cut at len - 1):
+ * from the snapshot's file mapped there, else from the live process.
+ * 0 or -errno (-ENOENT: not file-backed, or never snapshotted).
+ */
+int addr_spaces__read_str(const struct addr_spaces *as, pid_t pid,
+			  uint64_t addr, char *buf, size_t len);
+void addr_spaces__free(struct addr_spaces *as);
+
+#endif /* SPTRACE_ADDR_SPACE_H */
