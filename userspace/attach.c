@@ -11,6 +11,11 @@
  * offset (works before exec) with the semaphore's file offset as the
  * kernel-managed ref_ctr_offset (a killed tracer leaves it at zero).
  *
+ * Where the kernel has uprobe_multi links (Linux 6.6+), all sites of one
+ * probe name in one file become one link: one syscall to attach however
+ * many sites, and a shorter kernel path per hit than perf-event uprobes.
+ * libbpf 1.1 predates them, so the link is created with the bpf syscall.
+ *
  * Files are opened through /proc/PID/map_files/START-END when possible: that
  * names exactly the inode the target mapped, even if the path was replaced,
  * deleted, or lives in another mount namespace.
@@ -22,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include <sptrace/query_abi.h>
@@ -31,13 +37,46 @@
 #include "proc_maps.h"
 #include "usdt_args.h"
 
+/* Not in Debian 12's UAPI headers (Linux 6.1): Linux 6.6's values. */
+#define SP_BPF_TRACE_UPROBE_MULTI 48
+
+struct sp_uprobe_multi_attr {	/* union bpf_attr, link_create */
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 um_flags;
+	__u32 pid;
+	__u32 pad;
+};
+
+void attach__prepare_multi(struct bpf_program *prog)
+{
+	bpf_program__set_expected_attach_type(prog, SP_BPF_TRACE_UPROBE_MULTI);
+}
+
 void attacher__init(struct attacher *a, const char *provider,
-		    const struct probe_binding *bindings, size_t nbindings)
+		    const struct probe_binding *bindings, size_t nbindings,
+		    bool multi)
 {
 	memset(a, 0, sizeof(*a));
 	a->provider = provider;
 	a->bindings = bindings;
 	a->nbindings = nbindings;
+	a->multi = multi;
+}
+
+static void link_destroy(struct sp_link *l)
+{
+	if (l->link)
+		bpf_link__destroy(l->link);
+	if (l->fd >= 0)
+		close(l->fd);
 }
 
 void attacher__destroy(struct attacher *a)
@@ -45,7 +84,7 @@ void attacher__destroy(struct attacher *a)
 	size_t i;
 
 	for (i = 0; i < a->nlinks; i++)
-		bpf_link__destroy(a->links[i]);
+		link_destroy(&a->links[i]);
 	for (i = 0; i < a->nobjs; i++)
 		free(a->objs[i].path);
 	free(a->links);
@@ -105,19 +144,35 @@ static struct bpf_program *binding_for(const struct attacher *a,
 	return NULL;
 }
 
-static int push_link(struct attacher *a, struct bpf_link *l)
+static int push_link(struct attacher *a, struct bpf_link *link, int fd)
 {
 	if (a->nlinks == a->links_cap) {
 		size_t cap = a->links_cap ? a->links_cap * 2 : 64;
-		struct bpf_link **v = realloc(a->links, cap * sizeof(*v));
+		struct sp_link *v = realloc(a->links, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
 		a->links = v;
 		a->links_cap = cap;
 	}
-	a->links[a->nlinks++] = l;
+	a->links[a->nlinks].link = link;
+	a->links[a->nlinks].fd = fd;
+	a->nlinks++;
 	return 0;
+}
+
+/* A site of the file that a bound program serves, with its cookie. */
+static bool site_cookie(struct attacher *a, const char *path,
+			const struct usdt_site *s, uint64_t *cookie)
+{
+	if (attach__cookie_from_args(s->args, cookie)) {
+		sp_warn("%s: probe %s:%s at 0x%" PRIx64
+			" has arguments '%s' that are not plain 64-bit registers; site skipped (rebuild with probes/sp_probe.h)",
+			path, s->provider, s->name, s->pc_vaddr, s->args);
+		a->skipped_sites++;
+		return false;
+	}
+	return true;
 }
 
 static struct attached_obj *find_obj(struct attacher *a, pid_t pid,
@@ -135,7 +190,7 @@ static struct attached_obj *find_obj(struct attacher *a, pid_t pid,
 static void rollback(struct attacher *a, size_t first)
 {
 	while (a->nlinks > first)
-		bpf_link__destroy(a->links[--a->nlinks]);
+		link_destroy(&a->links[--a->nlinks]);
 }
 
 static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
@@ -147,14 +202,8 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 	uint64_t cookie;
 	int err;
 
-	err = attach__cookie_from_args(s->args, &cookie);
-	if (err) {
-		sp_warn("%s: probe %s:%s at 0x%" PRIx64
-			" has arguments '%s' that are not plain 64-bit registers; site skipped (rebuild with probes/sp_probe.h)",
-			path, s->provider, s->name, s->pc_vaddr, s->args);
-		a->skipped_sites++;
+	if (!site_cookie(a, path, s, &cookie))
 		return 0;
-	}
 	opts.bpf_cookie = cookie;
 	opts.ref_ctr_offset = s->sema_offset;
 	link = bpf_program__attach_uprobe_opts(prog, pid, open_path,
@@ -165,12 +214,70 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 		       path, s->provider, s->name, s->pc_vaddr, strerror(-err));
 		return err;
 	}
-	err = push_link(a, link);
+	err = push_link(a, link, -1);
 	if (err) {
 		bpf_link__destroy(link);
 		return err;
 	}
 	return 1;
+}
+
+/* Every site of `prog`'s probe in f as one uprobe_multi link. Returns the
+ * number of sites attached or -errno. */
+static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
+			const char *path, const struct usdt_file *f,
+			const char *probe, struct bpf_program *prog)
+{
+	struct sp_uprobe_multi_attr attr;
+	__u64 *offs, *refs, *cookies;
+	size_t i, n = 0;
+	int fd, err = 0;
+
+	offs = calloc(f->nsites, sizeof(*offs));
+	refs = calloc(f->nsites, sizeof(*refs));
+	cookies = calloc(f->nsites, sizeof(*cookies));
+	if (!offs || !refs || !cookies) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < f->nsites; i++) {
+		const struct usdt_site *s = &f->sites[i];
+		uint64_t cookie;
+
+		if (strcmp(s->provider, a->provider) || strcmp(s->name, probe) ||
+		    !site_cookie(a, path, s, &cookie))
+			continue;
+		offs[n] = s->pc_offset;
+		refs[n] = s->sema_offset;
+		cookies[n] = cookie;
+		n++;
+	}
+	if (!n)
+		goto out;
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = (__u32)bpf_program__fd(prog);
+	attr.attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+	attr.path = (__u64)(uintptr_t)open_path;
+	attr.offsets = (__u64)(uintptr_t)offs;
+	attr.ref_ctr_offsets = (__u64)(uintptr_t)refs;
+	attr.cookies = (__u64)(uintptr_t)cookies;
+	attr.cnt = (__u32)n;
+	attr.pid = pid > 0 ? (__u32)pid : 0;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0) {
+		err = -errno;
+		sp_err("%s: cannot attach %zu sites of probe %s:%s: %s", path, n,
+		       a->provider, probe, strerror(-err));
+		goto out;
+	}
+	err = push_link(a, NULL, fd);
+	if (err)
+		close(fd);
+out:
+	free(offs);
+	free(refs);
+	free(cookies);
+	return err ? err : (int)n;
 }
 
 int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
@@ -195,7 +302,14 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	if (bad)
 		sp_warn("%s: %u malformed stapsdt notes ignored", path, bad);
 
-	for (i = 0; i < f->nsites; i++) {
+	for (i = 0; a->multi && i < a->nbindings; i++) {
+		err = attach_multi(a, pid, open_path, path, f,
+				   a->bindings[i].name, a->bindings[i].prog);
+		if (err < 0)
+			goto rollback;
+		n += err;
+	}
+	for (i = 0; !a->multi && i < f->nsites; i++) {
 		const struct usdt_site *s = &f->sites[i];
 		struct bpf_program *prog;
 

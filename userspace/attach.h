@@ -7,6 +7,7 @@
 #ifndef SPTRACE_ATTACH_H
 #define SPTRACE_ATTACH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,6 +21,13 @@ struct probe_binding {
 	struct bpf_program *prog;
 };
 
+/* One attachment: a libbpf link (per-site uprobe) or the fd of a
+ * uprobe_multi link covering every site of one program in one file. */
+struct sp_link {
+	struct bpf_link *link;
+	int fd;
+};
+
 struct attached_obj {
 	pid_t pid;
 	uint64_t dev, ino;
@@ -31,7 +39,8 @@ struct attacher {
 	const char *provider;	/* "sp" */
 	const struct probe_binding *bindings;
 	size_t nbindings;
-	struct bpf_link **links;
+	bool multi;		/* programs loaded for uprobe_multi links */
+	struct sp_link *links;
 	size_t nlinks, links_cap;
 	struct attached_obj *objs;
 	size_t nobjs, objs_cap;
@@ -39,8 +48,11 @@ struct attacher {
 	size_t skipped_sites;	/* sites whose arguments we cannot read */
 };
 
+/* `multi`: the bound programs were loaded with expected attach type
+ * BPF_TRACE_UPROBE_MULTI (see attach__prepare_multi()). */
 void attacher__init(struct attacher *a, const char *provider,
-		    const struct probe_binding *bindings, size_t nbindings);
+		    const struct probe_binding *bindings, size_t nbindings,
+		    bool multi);
 /* Detaches everything (semaphores drop back through the kernel). */
 void attacher__destroy(struct attacher *a);
 
@@ -63,6 +75,10 @@ int attacher__attach_pid(struct attacher *a, pid_t pid);
 
 /* Total number of sites of bound probes found in `pid`'s attached files. */
 size_t attacher__sites(const struct attacher *a);
+
+/* Before load: makes a program attachable through uprobe_multi links
+ * (Linux 6.6+): one link per file, one cheaper kernel path per hit. */
+void attach__prepare_multi(struct bpf_program *prog);
 
 /* Encodes a site's argument spec as the uprobe cookie of query_abi.h.
  * 0 or -EOPNOTSUPP (an argument that is not a plain 64-bit register). */

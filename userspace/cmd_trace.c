@@ -52,6 +52,7 @@ struct trace_state {
 	struct attacher att;
 	struct addr_spaces spaces;	/* to read query names */
 	struct launch launch;
+	bool multi;			/* uprobe_multi links */
 	bool launched;
 	int child_status;		/* launch mode: exit status to return */
 	bool child_exited;
@@ -256,20 +257,41 @@ static int check_pids_exist(const struct trace_env *env)
 	return 0;
 }
 
-static int load_bpf(struct trace_state *ts)
+static int open_and_load(struct trace_state *ts, bool multi)
 {
+	struct bpf_program *prog;
 	int err;
 
 	ts->skel = query_bpf__open();
-	if (!ts->skel) {
-		err = -errno;
-		privileges__explain_load_error(err, "the query BPF program");
-		return err;
-	}
+	if (!ts->skel)
+		return -errno;
+	bpf_object__for_each_program(prog, ts->skel->obj)
+		if (multi && prog != ts->skel->progs.sp_thread_exit)
+			attach__prepare_multi(prog);
 	err = query_maps__resize(ts->skel, ts->env->max_queries,
 				 ts->env->max_threads);
 	if (!err)
 		err = query_bpf__load(ts->skel);
+	if (err) {
+		query_bpf__destroy(ts->skel);
+		ts->skel = NULL;
+	}
+	return err;
+}
+
+static int load_bpf(struct trace_state *ts)
+{
+	int err;
+
+	/* uprobe_multi links first (Linux 6.6+), else one uprobe per site. */
+	ts->multi = true;
+	err = open_and_load(ts, true);
+	if (err && err != -EPERM && err != -EACCES) {
+		sp_info("no uprobe_multi links (%s); attaching site by site",
+			strerror(-err));
+		ts->multi = false;
+		err = open_and_load(ts, false);
+	}
 	if (err) {
 		privileges__explain_load_error(err, "the query BPF program");
 		return err;
@@ -520,7 +542,7 @@ int cmd_trace(int argc, char **argv)
 	if (err)
 		goto cleanup;
 	bind_probes(&ts, bindings, &nb);
-	attacher__init(&ts.att, "sp", bindings, nb);
+	attacher__init(&ts.att, "sp", bindings, nb, ts.multi);
 
 	err = env.cmd ? start_command(&ts) : attach_pids(&ts);
 	if (err)
