@@ -143,6 +143,17 @@ def test_table_and_csv():
     pct = [float(l.split("|")[3]) for l in lines[2:]]
     close(sum(pct), 100.0, "table: percentages add up to 100", rel=0.01)
 
+    p = run([SPTRACE, "--hist", "--", GT, "--threads", "1", "5"])
+    lines = p.stdout.splitlines()
+    head = [i for i, l in enumerate(lines) if l.startswith("inner  (count 10,")]
+    total = 0
+    if check(len(head) == 1, "--hist: inner's histogram printed"):
+        for l in lines[head[0] + 1:]:
+            if not l.startswith("  ["):
+                break
+            total += int(l.split(")", 1)[1].split("|")[0])
+    eq(total, 10, "--hist: the bars hold every invocation")
+
     out = "/tmp/sptest-%d.csv" % os.getpid()
     if os.path.exists(out):
         os.unlink(out)
