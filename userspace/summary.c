@@ -5,15 +5,10 @@
  * that every writer prints as is.
  *
  * Name lookup uses an open-addressing hash index (FNV-1a, linear probing)
- * stored in the same allocation as rows[], right after its rows_cap rows.
- * struct summary is a fixed interface with no slot for it, and sharing the
- * allocation ties the index's lifetime to the rows without a global table.
- * The index has 2 * rows_cap slots (rows_cap is a power of two), so the load
- * factor stays <= 1/2 and probing always ends on an empty slot. A slot holds
- * row index + 1, 0 meaning empty. Rows move on grow and on sort; both
- * rebuild the index. So rows[] must only ever be allocated here: a summary
- * built by hand (rows pointing at a caller's array) would get the index
- * written past its end.
+ * with 2 * rows_cap slots (rows_cap is a power of two), so the load factor
+ * stays <= 1/2 and probing always ends on an empty slot. A slot holds row
+ * index + 1, 0 meaning empty. Rows move on grow and on sort; both rebuild
+ * the index.
  */
 #include <errno.h>
 #include <limits.h>
@@ -54,7 +49,7 @@ static uint64_t fnv1a(const char *str)
 
 static uint32_t *index_slots(const struct summary *s)
 {
-	return (uint32_t *)(s->rows + s->rows_cap);
+	return s->index;
 }
 
 /* Slot holding `name`, or the empty slot where it belongs. */
@@ -84,16 +79,24 @@ static void index_rebuild(struct summary *s)
 static int rows_grow(struct summary *s)
 {
 	unsigned int cap = s->rows_cap ? s->rows_cap * 2 : ROWS_MIN_CAP;
-	size_t per_row = sizeof(struct sp_query_row) + 2 * sizeof(uint32_t);
+	size_t per_row = sizeof(struct sp_query_row);
 	struct sp_query_row *rows;
+	uint32_t *index;
 
 	/* Index slots hold row + 1 in a uint32_t, and sizes must not wrap. */
 	if (cap <= s->rows_cap || cap > UINT32_MAX / 2 ||
 	    cap > SIZE_MAX / per_row)
 		return -ENOMEM;
-	rows = realloc(s->rows, cap * per_row);
-	if (!rows)
+	index = malloc(2 * (size_t)cap * sizeof(*index));
+	if (!index)
 		return -ENOMEM;
+	rows = realloc(s->rows, cap * per_row);
+	if (!rows) {
+		free(index);
+		return -ENOMEM;
+	}
+	free(s->index);
+	s->index = index;
 	s->rows = rows;
 	s->rows_cap = cap;
 	index_rebuild(s);
@@ -141,6 +144,7 @@ void summary__free(struct summary *s)
 		free(s->rows[i].bins);
 	}
 	free(s->rows);
+	free(s->index);
 	summary__init(s);
 }
 

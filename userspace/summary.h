@@ -29,6 +29,7 @@ struct summary {
 	struct sp_query_row *rows;
 	unsigned int nrows;
 	unsigned int rows_cap;
+	uint32_t *index;		/* name hash -> row + 1; 2 * rows_cap */
 	uint64_t errors[SP_ERR__MAX];	/* summed over CPUs */
 	uint64_t lost;			/* events lost on the way (record) */
 	bool finished;
