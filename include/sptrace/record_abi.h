@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ABI of recording: the event the BPF side writes into the ring buffer
+ * (bpf/query.bpf.c with `record` set) and the loader turns into trace file
+ * events (userspace/trace_format.h). Only <linux/types.h> types.
+ */
+#ifndef SPTRACE_RECORD_ABI_H
+#define SPTRACE_RECORD_ABI_H
+
+#include <linux/types.h>
+
+/* What happened; the values are part of the trace file format. */
+enum sp_event_kind {
+	SP_EV_QUERY_BEGIN = 1,
+	SP_EV_QUERY_END = 2,
+	SP_EV_CACHE_HIT = 3,
+	SP_EV_INCR_LOAD_BEGIN = 4,
+	SP_EV_INCR_LOAD_END = 5,
+	SP_EV_BLOCKED_BEGIN = 6,
+	SP_EV_BLOCKED_END = 7,
+	SP_EV_MARK = 8,		/* arg1 = key */
+	SP_EV_ALLOC = 9,	/* arg1 = size, arg2 = pointer */
+	SP_EV_FREE = 10,	/* arg2 = pointer */
+	SP_EV_THREAD_NAME = 11,
+	SP_EV__MAX,
+};
+
+/* Event classes for `sptrace record --events`: bit (1 << class). */
+enum sp_event_class {
+	SP_EVC_QUERY = 0,	/* QUERY_BEGIN/END */
+	SP_EVC_CACHE,		/* CACHE_HIT */
+	SP_EVC_BLOCKED,		/* BLOCKED_BEGIN/END */
+	SP_EVC_INCR,		/* INCR_LOAD_BEGIN/END */
+	SP_EVC_MARK,
+	SP_EVC_ALLOC,		/* ALLOC/FREE */
+	SP_EVC__MAX,
+};
+
+/* One ring-buffer record. `name` is the address of the name string in the
+ * target; the loader maps (pid, name) to a string id once. */
+struct sp_rec_event {
+	__u64 ts_ns;		/* CLOCK_MONOTONIC, same reading as aggregation */
+	__u64 name;
+	__u64 arg1;
+	__u64 arg2;
+	__u32 pid;		/* tgid, root pid namespace */
+	__u32 tid;
+	__u32 kind;		/* enum sp_event_kind */
+	__u32 pad;
+};
+
+#endif /* SPTRACE_RECORD_ABI_H */
