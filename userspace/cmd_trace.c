@@ -53,6 +53,7 @@ struct trace_state {
 	struct addr_spaces spaces;	/* to read query names */
 	struct launch launch;
 	bool multi;			/* uprobe_multi links */
+	struct bpf_link *exit_link;	/* thread-exit tracepoint */
 	bool launched;
 	int child_status;		/* launch mode: exit status to return */
 	bool child_exited;
@@ -298,7 +299,8 @@ static int load_bpf(struct trace_state *ts)
 	}
 	/* Frees the stacks of exiting threads and counts their open frames;
 	 * optional: without it only the thread map can fill up. */
-	if (!bpf_program__attach(ts->skel->progs.sp_thread_exit))
+	ts->exit_link = bpf_program__attach(ts->skel->progs.sp_thread_exit);
+	if (!ts->exit_link)
 		sp_warn("cannot watch thread exits (%s): queries left open by exiting threads are not counted",
 			strerror(errno));
 	return 0;
@@ -599,6 +601,7 @@ cleanup:
 		}
 		launch__destroy(&ts.launch);
 	}
+	bpf_link__destroy(ts.exit_link);
 	query_bpf__destroy(ts.skel);
 	addr_spaces__free(&ts.spaces);
 	summary__free(&s);

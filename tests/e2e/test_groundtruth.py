@@ -11,8 +11,8 @@ import signal
 import subprocess
 import time
 
-from sptest import (SPTRACE, check, close, eq, finish, require_bpf, rows,
-                    run, trace_json)
+from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
+                    retry_timing, rows, run, trace_json)
 
 GT = os.environ["GT_HOST"]
 ITER = 25
@@ -170,8 +170,8 @@ def test_table_and_csv():
 
 
 require_bpf()
-test_launch()
-test_pid()
+retry_timing(test_launch)
+retry_timing(test_pid)
 test_mid_run()
 test_table_and_csv()
 finish()
