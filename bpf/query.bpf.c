@@ -17,6 +17,7 @@
 #include <sptrace/query_abi.h>
 #include <sptrace/hist.h>
 #include <sptrace/qstack.h>
+#include <sptrace/record_abi.h>
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -69,6 +70,11 @@ struct {
 	__type(value, __u64);
 } errors SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SP_DEFAULT_RINGBUF);
+} events SEC(".maps");
+
 /* Zeroed templates for map values too large for the 512-byte BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -90,6 +96,10 @@ struct {
  * (or the reverse) would see half of the pairs while the loader works.
  */
 volatile bool armed;
+
+/* Set before load by `sptrace record`: every event also goes to `events`,
+ * with the very timestamp aggregation uses. */
+const volatile bool record = false;
 
 static __always_inline void count_error(__u32 slot, __u64 n)
 {
@@ -134,6 +144,29 @@ static __always_inline __u64 reg_value(struct pt_regs *ctx, unsigned int reg)
 	case SP_REG_R15: return CTX_REG(ctx, r15);
 	default: return 0;
 	}
+}
+
+static __always_inline void emit(__u32 kind, __u64 id, __u64 now, __u64 name,
+				 __u64 arg1, __u64 arg2)
+{
+	struct sp_rec_event *e;
+
+	if (!record)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_error(SP_ERR_EVENTS_LOST, 1);
+		return;
+	}
+	e->ts_ns = now;
+	e->name = name;
+	e->arg1 = arg1;
+	e->arg2 = arg2;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->kind = kind;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
 }
 
 static __always_inline __u64 probe_arg(struct pt_regs *ctx, unsigned int i)
@@ -236,24 +269,28 @@ static __always_inline void hist_add(__u32 tgid, __u64 name, __u64 ns)
 	count_error(SP_ERR_HIST_FULL, 1);
 }
 
-static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind)
+static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
+				    __u32 ev)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u64 name = probe_arg(ctx, 0);
 	struct sp_thread_stack *st;
 
 	if (!armed)
 		return 0;
+	emit(ev, id, now, name, 0, 0);
 	st = thread_stack((__u32)id, id >> 32, true);
 	if (!st)
 		return 0;
-	if (sp_stack_push(st, probe_arg(ctx, 0), kind, now))
+	if (sp_stack_push(st, name, kind, now))
 		count_error(SP_ERR_STACK_OVERFLOW, 1);
 	return 0;
 }
 
-static __always_inline int on_end(struct pt_regs *ctx, __u32 kind)
+static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u64 name = probe_arg(ctx, 0);
 	__u32 tgid = id >> 32;
 	struct sp_thread_stack *st;
 	struct sp_query_stats *row;
@@ -262,12 +299,13 @@ static __always_inline int on_end(struct pt_regs *ctx, __u32 kind)
 
 	if (!armed)
 		return 0;
+	emit(ev, id, now, name, 0, 0);
 	st = thread_stack((__u32)id, tgid, false);
 	if (!st) {
 		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
 		return 0;
 	}
-	r = sp_stack_pop(st, probe_arg(ctx, 0), kind, now, &c);
+	r = sp_stack_pop(st, name, kind, now, &c);
 	if (r == SP_POP_OVERFLOWED)
 		return 0;
 	if (r == SP_POP_UNMATCHED) {
@@ -306,48 +344,50 @@ static __always_inline int on_end(struct pt_regs *ctx, __u32 kind)
 SEC("uprobe")
 int sp_query_begin(struct pt_regs *ctx)
 {
-	return on_begin(ctx, SP_FRAME_QUERY);
+	return on_begin(ctx, SP_FRAME_QUERY, SP_EV_QUERY_BEGIN);
 }
 
 SEC("uprobe")
 int sp_query_end(struct pt_regs *ctx)
 {
-	return on_end(ctx, SP_FRAME_QUERY);
+	return on_end(ctx, SP_FRAME_QUERY, SP_EV_QUERY_END);
 }
 
 SEC("uprobe")
 int sp_blocked_begin(struct pt_regs *ctx)
 {
-	return on_begin(ctx, SP_FRAME_BLOCKED);
+	return on_begin(ctx, SP_FRAME_BLOCKED, SP_EV_BLOCKED_BEGIN);
 }
 
 SEC("uprobe")
 int sp_blocked_end(struct pt_regs *ctx)
 {
-	return on_end(ctx, SP_FRAME_BLOCKED);
+	return on_end(ctx, SP_FRAME_BLOCKED, SP_EV_BLOCKED_END);
 }
 
 SEC("uprobe")
 int sp_incr_load_begin(struct pt_regs *ctx)
 {
-	return on_begin(ctx, SP_FRAME_INCR_LOAD);
+	return on_begin(ctx, SP_FRAME_INCR_LOAD,
+			SP_EV_INCR_LOAD_BEGIN);
 }
 
 SEC("uprobe")
 int sp_incr_load_end(struct pt_regs *ctx)
 {
-	return on_end(ctx, SP_FRAME_INCR_LOAD);
+	return on_end(ctx, SP_FRAME_INCR_LOAD, SP_EV_INCR_LOAD_END);
 }
 
 SEC("uprobe")
 int sp_cache_hit(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 id = bpf_get_current_pid_tgid(), name = probe_arg(ctx, 0);
 	struct sp_query_stats *row;
 
 	if (!armed)
 		return 0;
-	row = query_row(tgid, probe_arg(ctx, 0));
+	emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
+	row = query_row(id >> 32, name);
 	if (row)
 		row->cache_hits++;
 	return 0;
@@ -360,6 +400,9 @@ int sp_thread_name(struct pt_regs *ctx)
 	struct sp_thread_name *tn;
 	__u32 tid = (__u32)id;
 
+	if (armed)
+		emit(SP_EV_THREAD_NAME, id, bpf_ktime_get_ns(),
+		     probe_arg(ctx, 0), 0, 0);
 	tn = bpf_map_lookup_elem(&thread_names, &tid);
 	if (!tn) {
 		struct sp_thread_name init = { .tgid = id >> 32 };
@@ -381,6 +424,35 @@ int sp_thread_name(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Marks and typed allocations are recorded here; their aggregation
+ * belongs to the latency and memory programs. */
+SEC("uprobe")
+int sp_mark(struct pt_regs *ctx)
+{
+	if (armed)
+		emit(SP_EV_MARK, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
+		     probe_arg(ctx, 0), probe_arg(ctx, 1), 0);
+	return 0;
+}
+
+SEC("uprobe")
+int sp_alloc(struct pt_regs *ctx)
+{
+	if (armed)
+		emit(SP_EV_ALLOC, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
+		     probe_arg(ctx, 0), probe_arg(ctx, 1), probe_arg(ctx, 2));
+	return 0;
+}
+
+SEC("uprobe")
+int sp_free(struct pt_regs *ctx)
+{
+	if (armed)
+		emit(SP_EV_FREE, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
+		     probe_arg(ctx, 0), 0, probe_arg(ctx, 1));
+	return 0;
+}
+
 /*
  * A thread that exits with open frames: count them and free its stack, so
  * short-lived threads never fill the `threads` map. Runs for every exiting
@@ -396,6 +468,9 @@ int sp_thread_exit(void *ctx)
 	st = bpf_map_lookup_elem(&threads, &tid);
 	if (!st)
 		return 0;
+	if (armed)
+		emit(SP_EV_THREAD_EXIT, bpf_get_current_pid_tgid(),
+		     bpf_ktime_get_ns(), 0, 0, 0);
 	if (st->depth || st->overflow)
 		count_error(SP_ERR_THREAD_EXIT_OPEN,
 			    (__u64)st->depth + st->overflow);

@@ -3,9 +3,20 @@
 #ifndef SPTRACE_COMMANDS_H
 #define SPTRACE_COMMANDS_H
 
+#include <stdbool.h>
+
 /* Each returns the process exit status. argv[0] is the command name. */
 int cmd_trace(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_summarize(int argc, char **argv);
+
+struct summary;
+struct report_opts;
+/* Writes a finished summary to `path` (NULL or "-": stdout) in the chosen
+ * format, refusing to overwrite unless force. 0 or -errno (reported). */
+int write_summary(const char *path, bool force, const struct summary *s,
+		  const struct report_opts *ropts);
 
 /* Whole-string numbers within [min, max]: 0 or -EINVAL (-ERANGE out of range). */
 int parse_long(const char *s, long min, long max, long *out);

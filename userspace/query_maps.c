@@ -224,6 +224,9 @@ int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 	/* BPF counts names it could not read in place; most are read here
 	 * from the mapped file. Report only those still unknown. */
 	s->errors[SP_ERR_NAME_READ] = t.unresolved;
+	/* Events the ring buffer could not take are the recording's loss. */
+	s->lost += s->errors[SP_ERR_EVENTS_LOST];
+	s->errors[SP_ERR_EVENTS_LOST] = 0;
 	for (i = 0; i < t.n; i++)
 		free(t.v[i].str);
 	free(t.v);

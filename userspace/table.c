@@ -99,6 +99,8 @@ static const char *const error_hints[SP_ERR__MAX] = {
 		"threads map full: events of some threads lost",
 	[SP_ERR_NAME_READ] =
 		"a query name was unreadable when captured",
+	[SP_ERR_EVENTS_LOST] =
+		"ring buffer full: events not recorded (raise --ringbuf-size)",
 };
 
 int report__warn_errors(FILE *err, const struct summary *s)

@@ -22,6 +22,8 @@
 #define SP_DEFAULT_MAX_HIST 131072
 #define SP_DEFAULT_MAX_THREADS 16384
 #define SP_DEFAULT_MAX_TARGETS 1024
+/* Ring buffer of `sptrace record`, bytes (a power of two). */
+#define SP_DEFAULT_RINGBUF (8u << 20)
 
 /* What kind of interval a frame on the per-thread stack is. */
 enum sp_frame_kind {
@@ -46,6 +48,7 @@ enum sp_error {
 	SP_ERR_NAMES_FULL,		/* `names` map full: name not captured */
 	SP_ERR_THREADS_FULL,		/* `threads` map full: event lost */
 	SP_ERR_NAME_READ,		/* name string unreadable at capture */
+	SP_ERR_EVENTS_LOST,		/* record: ring buffer full, event lost */
 	SP_ERR__MAX,
 };
 

@@ -21,7 +21,8 @@ enum sp_event_kind {
 	SP_EV_MARK = 8,		/* arg1 = key */
 	SP_EV_ALLOC = 9,	/* arg1 = size, arg2 = pointer */
 	SP_EV_FREE = 10,	/* arg2 = pointer */
-	SP_EV_THREAD_NAME = 11,
+	SP_EV_THREAD_NAME = 11,	/* name = the thread's name */
+	SP_EV_THREAD_EXIT = 12,	/* a traced thread exited (frees its stack) */
 	SP_EV__MAX,
 };
 

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The boxed text table (+---+ borders, measureme `summarize` layout) shared
+ * by the summary table and `sptrace diff`: columns with a title, an
+ * alignment and a hidden flag, rows of cell strings. Every cell and title is
+ * made terminal-safe (controls, bidi controls and invalid UTF-8 shown as
+ * \xHH, '\' as \\) and measured in terminal cells without the locale.
+ */
+#ifndef SPTRACE_TEXT_TABLE_H
+#define SPTRACE_TEXT_TABLE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum text_align { TEXT_LEFT = 0, TEXT_RIGHT };
+
+struct text_col {
+	const char *title;
+	enum text_align align;
+	bool hidden;
+	/* Cells wider than this many terminal cells are cut and end in
+	 * "..."; 0 means no limit. */
+	unsigned int max_width;
+};
+
+struct text_cell {
+	char *text;		/* display form, owned */
+	unsigned int width;	/* in terminal cells */
+};
+
+struct text_table {
+	struct text_col *cols;	/* copy of the caller's columns */
+	struct text_cell *titles;
+	unsigned int ncols;
+	struct text_cell *cells;	/* nrows * ncols, row-major */
+	unsigned int nrows, rows_cap;
+	unsigned int *width;	/* per column: widest title or cell */
+};
+
+/* 0 or -ENOMEM (-EINVAL for no columns). t is ready for text_table__free()
+ * whatever the result. */
+int text_table__init(struct text_table *t, const struct text_col *cols,
+		     unsigned int ncols);
+/* Appends one row of ncols strings (NULL: empty), copied in display form.
+ * 0 or -ENOMEM. */
+int text_table__add_row(struct text_table *t, const char *const *cells);
+void text_table__set_hidden(struct text_table *t, unsigned int col,
+			    bool hidden);
+/* Separator, title row, separator, rows, separator. Left-aligned cells are
+ * padded after, right-aligned ones before, both by display width.
+ * 0 or -EIO if the stream is in error. */
+int text_table__print(FILE *out, const struct text_table *t);
+void text_table__free(struct text_table *t);
+
+/*
+ * Terminal-safe copy of str at most maxw cells wide (cut with "..."; maxw
+ * UINT_MAX for no limit), its width in *width. NULL on ENOMEM. For text
+ * printed outside a table (histogram titles, file names).
+ */
+char *text_table__display(const char *str, unsigned int maxw,
+			  unsigned int *width);
+
+#endif /* SPTRACE_TEXT_TABLE_H */
