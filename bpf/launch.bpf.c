@@ -15,8 +15,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define SIGSTOP 19
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SP_LAUNCH_MAX_PROCS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
 } stop_pending SEC(".maps");
@@ -24,14 +24,13 @@ struct {
 SEC("uprobe")
 int sp_dl_stop(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, one = 1, *v;
+	__u32 zero = 0, *v;
 
 	(void)ctx;
-	v = bpf_map_lookup_elem(&stop_pending, &tgid);
-	if (v)
-		__sync_fetch_and_add(v, 1);
-	else if (bpf_map_update_elem(&stop_pending, &tgid, &one, BPF_ANY))
+	v = bpf_map_lookup_elem(&stop_pending, &zero);
+	if (!v)
 		return 0;	/* cannot mark it ours: do not stop */
+	__sync_fetch_and_add(v, 1);
 	bpf_send_signal(SIGSTOP);
 	return 0;
 }

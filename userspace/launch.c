@@ -171,7 +171,7 @@ int launch__go(struct launch *l, const char *cmd)
 
 bool launch__stop_is_ours(struct launch *l)
 {
-	__u32 key = l->pid, v;
+	__u32 key = 0, v;
 	int fd;
 
 	if (!l->skel)

@@ -23,6 +23,10 @@ static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "trace", cmd_trace, "trace running processes or a command (default)" },
+	{ "record", cmd_record, "record every probe event into a trace file" },
+	{ "summarize", cmd_summarize, "print the per-query table of a trace file" },
+	{ "diff", cmd_diff, "compare two runs (trace files or JSON summaries) per query" },
+	{ "export", cmd_export, "write a trace file as Chrome trace JSON, folded stacks or CSV" },
 	{ "list", cmd_list, "list the USDT probes of a process or a file" },
 	{ "help", cmd_help, "this list" },
 };

@@ -89,7 +89,8 @@ static int load_names(int fd, const struct addr_spaces *as,
 	}
 	if (err != -ENOENT)
 		return err;
-	qsort(t->v, t->n, sizeof(t->v[0]), key_cmp);
+	if (t->n)
+		qsort(t->v, t->n, sizeof(t->v[0]), key_cmp);
 	return 0;
 }
 
@@ -100,7 +101,7 @@ static const char *name_of(struct name_table *t,
 	struct sp_query_key key = { .name = name, .tgid = tgid };
 	struct name_entry *e;
 
-	e = bsearch(&key, t->v, t->n, sizeof(t->v[0]), key_cmp);
+	e = t->n ? bsearch(&key, t->v, t->n, sizeof(t->v[0]), key_cmp) : NULL;
 	if (e)
 		return e->str;
 	/* The names map was full when this row appeared. */
@@ -230,6 +231,25 @@ int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 	for (i = 0; i < t.n; i++)
 		free(t.v[i].str);
 	free(t.v);
+	return err;
+}
+
+int query_maps__lost(struct query_bpf *skel, uint64_t *lost)
+{
+	int ncpus = libbpf_num_possible_cpus(), i, err;
+	__u32 slot = SP_ERR_EVENTS_LOST;
+	__u64 *vals;
+
+	if (ncpus <= 0)
+		return ncpus ? ncpus : -EINVAL;
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	err = bpf_map_lookup_elem(bpf_map__fd(skel->maps.errors), &slot, vals);
+	*lost = 0;
+	for (i = 0; !err && i < ncpus; i++)
+		*lost += vals[i];
+	free(vals);
 	return err;
 }
 

@@ -16,6 +16,8 @@ struct addr_spaces;
  * not read are read through `as`. 0 or -errno. */
 int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 		     struct summary *s);
+/* Events the ring buffer could not take, summed over CPUs. 0 or -errno. */
+int query_maps__lost(struct query_bpf *skel, uint64_t *lost);
 /* Sets map sizes before load (0 keeps the default). 0 or -errno. */
 int query_maps__resize(struct query_bpf *skel, unsigned int max_queries,
 		       unsigned int max_threads);

@@ -498,16 +498,23 @@ void session__destroy(struct session *ss)
 	attacher__destroy(&ss->att);
 	if (ss->launched) {
 		if (!ss->child_exited && ss->launch.pid > 0) {
-			int status;
+			int status, i;
 
-			/* Stopped by us and never resumed? Let it go; pass on
-			 * the signal that stopped us. */
+			/* Stopped (our stopper, or -d / a signal ended the trace
+			 * first): like timeout(1), the command gets the signal
+			 * that ended the trace, SIGTERM after -d, and a second
+			 * to exit; its status becomes ours. */
+			kill(ss->launch.pid, ss->stop_signal ? ss->stop_signal
+							     : SIGTERM);
 			kill(ss->launch.pid, SIGCONT);
-			if (ss->stop_signal)
-				kill(ss->launch.pid, ss->stop_signal);
-			if (waitpid(ss->launch.pid, &status, WNOHANG) > 0) {
-				ss->child_status = exit_status(status);
-				ss->child_exited = true;
+			for (i = 0; i < 100; i++) {
+				if (waitpid(ss->launch.pid, &status, WNOHANG) ==
+				    ss->launch.pid) {
+					ss->child_status = exit_status(status);
+					ss->child_exited = true;
+					break;
+				}
+				usleep(10000);
 			}
 		}
 		launch__destroy(&ss->launch);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The boxed table sptrace prints by default (the layout of measureme's
- * `summarize`) with optional ASCII latency histograms, plus the report__*
- * entry points and helpers that json_out.c and csv_out.c share.
+ * `summarize`, drawn by text_table.c) with optional ASCII latency
+ * histograms, plus the report__* entry points and helpers that json_out.c
+ * and csv_out.c share.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
+#include "text_table.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define STR_(x) #x
@@ -197,105 +199,6 @@ int report__utf8_next(const char *str, uint32_t *cp)
 	return n;
 }
 
-/*
- * Code points a terminal would act on instead of showing: C0/C1 controls
- * (escape sequences), DEL, and the bidi and line-separator controls that can
- * make a name look like another (trojan-source).
- */
-static bool cp_unsafe(uint32_t c)
-{
-	return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c ||
-	       c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
-	       (c >= 0x2066 && c <= 0x2069);
-}
-
-/*
- * Terminal cells taken by a printable code point. A small fixed table rather
- * than wcwidth(): that depends on the locale, and output must not. Covers
- * the common combining marks (0) and East Asian wide ranges and emoji (2).
- */
-static unsigned int cp_width(uint32_t c)
-{
-	if ((c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
-	    (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x200b && c <= 0x200d) ||
-	    (c >= 0x20d0 && c <= 0x20ff) || (c >= 0xfe00 && c <= 0xfe0f) ||
-	    (c >= 0xfe20 && c <= 0xfe2f))
-		return 0;
-	if ((c >= 0x1100 && c <= 0x115f) || c == 0x2329 || c == 0x232a ||
-	    (c >= 0x2e80 && c <= 0xa4cf && c != 0x303f) ||
-	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
-	    (c >= 0xfe10 && c <= 0xfe19) || (c >= 0xfe30 && c <= 0xfe6f) ||
-	    (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) ||
-	    (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f900 && c <= 0x1f9ff) ||
-	    (c >= 0x20000 && c <= 0x3fffd))
-		return 2;
-	return 1;
-}
-
-/* Display form of the character at p into out (<= 4 bytes), its width into
- * *w; returns the input bytes it used. An unsafe multi-byte character is
- * escaped one byte at a time: its continuation bytes are invalid alone. */
-static size_t name_piece(const char *p, char *out, size_t *outlen,
-			 unsigned int *w)
-{
-	uint32_t cp;
-	int n;
-
-	if (*p == '\\') {
-		memcpy(out, "\\\\", 2);
-		*outlen = *w = 2;
-		return 1;
-	}
-	n = report__utf8_next(p, &cp);
-	if (n && !cp_unsafe(cp)) {
-		memcpy(out, p, n);
-		*outlen = n;
-		*w = cp_width(cp);
-		return n;
-	}
-	snprintf(out, 5, "\\x%02x", (unsigned char)*p);
-	*outlen = *w = 4;
-	return 1;
-}
-
-/* Terminal-safe copy of name at most maxw cells wide (cut with "..."), its
- * width in *width. NULL on ENOMEM. */
-static char *name_display(const char *name, unsigned int maxw,
-			  unsigned int *width)
-{
-	unsigned int w, total = 0, limit;
-	size_t len = strlen(name), n, plen, at = 0;
-	char piece[5], *out;
-	const char *p;
-
-	/* Each input byte becomes at most 4 output bytes (\xHH). */
-	out = malloc(4 * len + 4);
-	if (!out)
-		return NULL;
-	for (p = name; *p; p += n) {
-		n = name_piece(p, piece, &plen, &w);
-		total += w;
-	}
-	limit = total > maxw && maxw >= 3 ? maxw - 3 : maxw;
-	total = 0;
-	for (p = name; *p; p += n) {
-		n = name_piece(p, piece, &plen, &w);
-		if (total + w > limit)
-			break;
-		memcpy(out + at, piece, plen);
-		at += plen;
-		total += w;
-	}
-	if (*p) {
-		memcpy(out + at, "...", 3);
-		at += 3;
-		total += 3;
-	}
-	out[at] = '\0';
-	*width = total;
-	return out;
-}
-
 enum col {
 	COL_ITEM, COL_SELF, COL_PCT, COL_TIME, COL_COUNT, COL_CACHE,
 	COL_BLOCKED, COL_INCR, COL_P50, COL_P99, COL_MAX, NCOLS,
@@ -317,20 +220,9 @@ static const char *const col_titles[NCOLS] = {
 
 /* One printed row: the Total line or a query. */
 struct line {
-	char *name;		/* display form, owned */
-	unsigned int name_w;
 	const struct sp_query_stats *st;
 	uint64_t p50_ns, p99_ns;
 	bool total;
-};
-
-struct table {
-	const struct summary *s;
-	struct sp_query_stats total;
-	struct line *lines;	/* Total first, then the shown rows */
-	unsigned int nlines;
-	bool visible[NCOLS];
-	unsigned int width[NCOLS];
 };
 
 static double self_pct(const struct summary *s, uint64_t self_ns)
@@ -369,7 +261,7 @@ static uint64_t col_value(const struct sp_query_row *r, enum col c)
 	}
 }
 
-static void cell(const struct table *t, const struct line *l, enum col c,
+static void cell(const struct summary *s, const struct line *l, enum col c,
 		 char *buf, size_t len)
 {
 	const struct sp_query_stats *st = l->st;
@@ -379,7 +271,7 @@ static void cell(const struct table *t, const struct line *l, enum col c,
 		report__fmt_ns(buf, len, st->self_ns);
 		break;
 	case COL_PCT:
-		snprintf(buf, len, "%.2f", self_pct(t->s, st->self_ns));
+		snprintf(buf, len, "%.2f", self_pct(s, st->self_ns));
 		break;
 	case COL_TIME:
 		report__fmt_ns(buf, len, st->total_ns);
@@ -425,123 +317,61 @@ static void total_add(struct sp_query_stats *t, const struct sp_query_stats *st)
 		t->max_ns = st->max_ns;
 }
 
-static int line_add(struct table *t, const char *name,
-		    const struct sp_query_row *r)
-{
-	struct line *l = &t->lines[t->nlines];
-
-	l->name = name_display(name, NAME_MAX_WIDTH, &l->name_w);
-	if (!l->name)
-		return -ENOMEM;
-	if (r) {
-		l->st = &r->st;
-		l->p50_ns = r->p50_ns;
-		l->p99_ns = r->p99_ns;
-	} else {
-		l->st = &t->total;
-		l->total = true;
-	}
-	t->nlines++;
-	return 0;
-}
-
-static void table_free(struct table *t)
-{
-	unsigned int i;
-
-	for (i = 0; i < t->nlines; i++)
-		free(t->lines[i].name);
-	free(t->lines);
-}
-
-static void table_layout(struct table *t)
-{
-	char buf[NS_BUF];
-	unsigned int i, c;
-
-	for (c = 0; c < NCOLS; c++)
-		t->width[c] = strlen(col_titles[c]);
-	for (i = 0; i < t->nlines; i++) {
-		if (t->lines[i].name_w > t->width[COL_ITEM])
-			t->width[COL_ITEM] = t->lines[i].name_w;
-		for (c = COL_ITEM + 1; c < NCOLS; c++) {
-			cell(t, &t->lines[i], c, buf, sizeof(buf));
-			if (strlen(buf) > t->width[c])
-				t->width[c] = strlen(buf);
-		}
-	}
-}
-
-static int table_build(struct table *t, const struct summary *s,
-		       const struct report_opts *opts)
-{
-	unsigned int i, c;
-	int err;
-
-	memset(t, 0, sizeof(*t));
-	t->s = s;
-	t->lines = calloc((size_t)s->nrows + 1, sizeof(*t->lines));
-	if (!t->lines)
-		return -ENOMEM;
-	for (c = 0; c < NCOLS; c++)
-		t->visible[c] = c <= COL_COUNT;
-	for (i = 0; i < s->nrows; i++) {
-		total_add(&t->total, &s->rows[i].st);
-		for (c = COL_COUNT + 1; c < NCOLS; c++)
-			t->visible[c] |= col_value(&s->rows[i], c) != 0;
-	}
-	err = line_add(t, "Total", NULL);
-	for (i = 0; !err && i < s->nrows; i++) {
-		if (row_shown(s, &s->rows[i], opts))
-			err = line_add(t, s->rows[i].name, &s->rows[i]);
-	}
-	if (err)
-		return err;
-	table_layout(t);
-	return 0;
-}
-
-static void print_sep(FILE *out, const struct table *t)
-{
-	unsigned int c, i;
-
-	for (c = 0; c < NCOLS; c++) {
-		if (!t->visible[c])
-			continue;
-		fputc('+', out);
-		for (i = 0; i < t->width[c] + 2; i++)
-			fputc('-', out);
-	}
-	fputs("+\n", out);
-}
-
-/* Item is left-aligned and padded by display width, figures right-aligned. */
-static void print_row(FILE *out, const struct table *t,
-		      const char *const text[NCOLS], unsigned int item_w)
-{
-	unsigned int c;
-
-	fprintf(out, "| %s%*s ", text[COL_ITEM],
-		(int)(t->width[COL_ITEM] - item_w), "");
-	for (c = COL_ITEM + 1; c < NCOLS; c++) {
-		if (t->visible[c])
-			fprintf(out, "| %*s ", (int)t->width[c], text[c]);
-	}
-	fputs("|\n", out);
-}
-
-static void print_line(FILE *out, const struct table *t, const struct line *l)
+static int line_add(struct text_table *t, const struct summary *s,
+		    const char *name, const struct line *l)
 {
 	char bufs[NCOLS][NS_BUF];
 	const char *text[NCOLS];
 	unsigned int c;
 
-	text[COL_ITEM] = l->name;
+	text[COL_ITEM] = name;
 	for (c = COL_ITEM + 1; c < NCOLS; c++) {
-		cell(t, l, c, bufs[c], sizeof(bufs[c]));
+		cell(s, l, c, bufs[c], sizeof(bufs[c]));
 		text[c] = bufs[c];
 	}
-	print_row(out, t, text, l->name_w);
+	return text_table__add_row(t, text);
+}
+
+/* Item is left-aligned and cut at NAME_MAX_WIDTH, figures right-aligned;
+ * optional columns hidden when zero for every query. */
+static int table_build(struct text_table *t, const struct summary *s,
+		       const struct report_opts *opts)
+{
+	struct sp_query_stats total = { 0 };
+	struct text_col cols[NCOLS];
+	struct line l;
+	unsigned int i, c;
+	int err;
+
+	for (c = 0; c < NCOLS; c++) {
+		cols[c] = (struct text_col){
+			.title = col_titles[c],
+			.align = c == COL_ITEM ? TEXT_LEFT : TEXT_RIGHT,
+			.hidden = c > COL_COUNT,
+			.max_width = c == COL_ITEM ? NAME_MAX_WIDTH : 0,
+		};
+	}
+	for (i = 0; i < s->nrows; i++) {
+		total_add(&total, &s->rows[i].st);
+		for (c = COL_COUNT + 1; c < NCOLS; c++)
+			if (col_value(&s->rows[i], c))
+				cols[c].hidden = false;
+	}
+	err = text_table__init(t, cols, NCOLS);
+	if (err)
+		return err;
+	l = (struct line){ .st = &total, .total = true };
+	err = line_add(t, s, "Total", &l);
+	for (i = 0; !err && i < s->nrows; i++) {
+		const struct sp_query_row *r = &s->rows[i];
+
+		if (!row_shown(s, r, opts))
+			continue;
+		l = (struct line){ .st = &r->st, .p50_ns = r->p50_ns,
+				   .p99_ns = r->p99_ns };
+		err = line_add(t, s, r->name, &l);
+	}
+	return err;
 }
 
 static uint64_t group_lo(unsigned int g)
@@ -618,7 +448,7 @@ static int hist_print(FILE *out, const struct sp_query_row *r)
 	}
 	if (!max)
 		return 0;
-	name = name_display(r->name, UINT_MAX, &w);
+	name = text_table__display(r->name, UINT_MAX, &w);
 	if (!name)
 		return -ENOMEM;
 	snprintf(cnt, sizeof(cnt), "%" PRIu64, (uint64_t)r->st.count);
@@ -638,7 +468,7 @@ int table__write(FILE *out, const struct summary *s,
 {
 	static const struct report_opts defaults;
 	char dur[NS_BUF];
-	struct table t;
+	struct text_table t;
 	unsigned int i;
 	int err;
 
@@ -652,12 +482,8 @@ int table__write(FILE *out, const struct summary *s,
 
 	report__fmt_ns(dur, sizeof(dur), s->duration_ns);
 	fprintf(out, "sptrace: %u queries, duration %s\n", s->nrows, dur);
-	print_sep(out, &t);
-	print_row(out, &t, col_titles, strlen(col_titles[COL_ITEM]));
-	print_sep(out, &t);
-	for (i = 0; i < t.nlines; i++)
-		print_line(out, &t, &t.lines[i]);
-	print_sep(out, &t);
+	/* A stream error shows in report__flush(). */
+	text_table__print(out, &t);
 
 	err = report__warn_errors(out, s);
 	for (i = 0; !err && opts->hist && i < s->nrows; i++) {
@@ -667,6 +493,6 @@ int table__write(FILE *out, const struct summary *s,
 	if (!err)
 		err = report__flush(out);
 cleanup:
-	table_free(&t);
+	text_table__free(&t);
 	return err;
 }

@@ -69,6 +69,8 @@ struct trace_stats {
 	uint64_t footer_events;		/* from the footer, if any */
 	uint64_t footer_lost;		/* events lost while recording */
 	uint64_t footer_chunks;
+	uint64_t bad_names;		/* events whose name id was not in the
+					 * string table (now TRACE_NO_STRING) */
 };
 
 /*

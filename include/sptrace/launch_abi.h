@@ -8,8 +8,9 @@
 
 #include <linux/types.h>
 
-#define SP_LAUNCH_MAX_PROCS 1024
-
-/* `stop_pending` map: key __u32 tgid, value __u32 stops sent, not yet seen. */
+/* `stop_pending` map: one slot, the number of SIGSTOPs the stopper sent
+ * that the loader has not seen yet. One slot, not one per pid: the stopper
+ * is attached for the launched command only, and a pid key would have to
+ * be translated when sptrace itself runs in a pid namespace. */
 
 #endif /* SPTRACE_LAUNCH_ABI_H */

@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: MIT
+"""Recording: `sptrace record` writes a trace file, `sptrace summarize`
+replays it through the same aggregation as the live mode. One run of the
+example, recorded and aggregated live at once, gives identical tables.
+Ground truth holds for recorded runs too; event filters attach only what
+was asked; bad files give clear errors."""
+import json
+import os
+import signal
+import subprocess
+
+from sptest import (SPTRACE, check, close, eq, finish, require_bpf, rows,
+                    run, tmpfile)
+
+GT = os.environ["GT_HOST"]
+QE = os.environ["QE_HOST"]
+
+
+def summarize_json(path, *extra):
+    p = run([SPTRACE, "summarize", "-f", "json", path] + list(extra))
+    try:
+        return p, json.loads(p.stdout)
+    except ValueError:
+        return p, None
+
+
+def record(args, *extra):
+    out = tmpfile(".spt")
+    p = run([SPTRACE, "record", "-o", out] + list(extra) + args)
+    return p, out
+
+
+def test_record_equals_live():
+    live = tmpfile(".json")
+    p, spt = record(["--", QE, "-q", "-j", "3", "-n", "120"], "--summary", live)
+    eq(p.returncode, 0, "record+live: exit 0 (%s)" % p.stderr.strip()[-200:])
+    with open(live) as f:
+        a = json.load(f)
+    p, b = summarize_json(spt)
+    eq(p.returncode, 0, "summarize: exit 0")
+    if not b:
+        return
+    ra, rb = rows(a), rows(b)
+    eq(sorted(ra), sorted(rb), "same queries live and recorded")
+    check(len(ra) >= 8, "the example has its queries (%d)" % len(ra))
+    same = True
+    for name in ra:
+        for k in ("count", "cache_hits", "incr_loads", "blocked_count",
+                  "self_ns", "total_ns", "min_ns", "max_ns", "incr_load_ns",
+                  "blocked_ns", "p50_ns", "p90_ns", "p99_ns", "hist"):
+            if ra[name][k] != rb.get(name, {}).get(k):
+                same = check(False, "%s.%s: live %r, recorded %r" % (
+                    name, k, ra[name][k], rb.get(name, {}).get(k)))
+    check(same, "every figure of every query identical live and recorded")
+    eq(b["errors"]["lost"], 0, "no event lost")
+    st = os.stat(spt)
+    check(st.st_mode & 0o777 == 0o600, "trace file created 0600")
+    events = sum(q["count"] * 2 + q["cache_hits"] + q["blocked_count"] * 2 +
+                 q["incr_loads"] * 2 for q in a["queries"])
+    check(st.st_size / events <= 16,
+          "%.1f bytes per event on disk (<= 16)" % (st.st_size / events))
+    for f in (live, spt):
+        os.unlink(f)
+
+
+def test_ground_truth():
+    p, spt = record(["--", GT, "--threads", "2", "10"])
+    eq(p.returncode, 0, "gt record: exit 0")
+    truth = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][0])
+    p, s = summarize_json(spt)
+    os.unlink(spt)
+    if not s:
+        return
+    r = rows(s)
+    eq(r["outer"]["count"], 20, "gt: outer count")
+    eq(r["inner"]["count"], 40, "gt: inner count")
+    eq(r["inner"]["cache_hits"], 60, "gt: cache hits")
+    eq(r["recurse"]["count"], 60, "gt: recursion")
+    eq(r["lib_query"]["count"], 20, "gt: shared library")
+    eq(r["shared"]["blocked_count"], 20, "gt: blocked")
+    eq(r["codegen"]["incr_loads"], 20, "gt: incr loads")
+    for name in ("outer", "inner", "recurse"):
+        close(r[name]["self_ns"], truth["self_ns"][name], "gt: %s self" % name)
+        close(r[name]["total_ns"], truth["total_ns"][name], "gt: %s total" % name)
+
+
+def test_filters():
+    p, spt = record(["--", GT, "--threads", "1", "5"], "--events", "query")
+    eq(p.returncode, 0, "--events query: exit 0")
+    p, s = summarize_json(spt)
+    os.unlink(spt)
+    if s:
+        r = rows(s)
+        eq(r["inner"]["count"], 10, "--events query: queries recorded")
+        eq(r["inner"]["cache_hits"], 0, "--events query: no cache hits recorded")
+        check("shared" not in r, "--events query: no blocked intervals recorded")
+    p, spt = record(["--", GT, "--threads", "1", "5"], "--only", "inner,lib_query")
+    p, s = summarize_json(spt)
+    os.unlink(spt)
+    if s:
+        eq(sorted(rows(s)), ["inner", "lib_query"], "--only keeps those names")
+        eq(rows(s)["inner"]["cache_hits"], 15, "--only: cache hits of inner kept")
+    p = run([SPTRACE, "record", "-o", tmpfile(), "--events", "query,bogus",
+             "--", GT, "1"])
+    check(p.returncode != 0 and "bogus" in p.stderr, "--events: unknown class refused")
+
+
+def test_pid_record():
+    host = subprocess.Popen([GT, "--wait", "--threads", "2", "5"],
+                            stdout=subprocess.PIPE, text=True)
+    host.stdout.readline()
+    spt = tmpfile(".spt")
+    tracer = subprocess.Popen([SPTRACE, "record", "-o", spt, "-p",
+                               str(host.pid)], stderr=subprocess.PIPE, text=True)
+    check("tracing" in tracer.stderr.readline(), "record -p: attached")
+    host.send_signal(signal.SIGUSR1)
+    host.communicate()
+    eq(tracer.wait(timeout=30), 0, "record -p: stops when the target exits")
+    p, s = summarize_json(spt)
+    os.unlink(spt)
+    if s:
+        eq(rows(s)["outer"]["count"], 10, "record -p: outer count")
+
+
+def test_bad_files():
+    def bad(content, *words):
+        path = tmpfile(".spt")
+        with open(path, "wb") as f:
+            f.write(content)
+        p = run([SPTRACE, "summarize", path])
+        os.unlink(path)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        check(p.returncode != 0 and lines and all(w in lines[0] for w in words),
+              "bad file %r: %r" % (content[:12], p.stderr.strip()))
+    bad(b"", "empty")
+    bad(b"not a trace file at all, just text\n", "magic")
+    p = run([SPTRACE, "summarize", "/nonexistent.spt"])
+    check(p.returncode != 0 and "/nonexistent.spt" in p.stderr, "missing file named")
+    # A good file cut short keeps the chunks before the cut. Chunks end
+    # every second, so record ~3 s (375 iterations of ~8 ms).
+    p, spt = record(["--", GT, "--threads", "1", "375"])
+    size = os.path.getsize(spt)
+    with open(spt, "rb") as f:
+        data = f.read()
+    with open(spt, "wb") as f:
+        f.write(data[: size * 2 // 3])
+    p, s = summarize_json(spt)
+    os.unlink(spt)
+    check(p.returncode == 0 and s is not None and
+          0 < rows(s).get("inner", {}).get("count", 0) < 750,
+          "truncated file: recovered %s inner queries" %
+          (rows(s).get("inner", {}).get("count") if s else None))
+    check("footer" in p.stderr or "truncated" in p.stderr or "cut" in p.stderr,
+          "truncated file: warning says so (%r)" % p.stderr.strip()[:200])
+
+
+def test_output_safety():
+    out = tmpfile(".spt")
+    with open(out, "w") as f:
+        f.write("keep")
+    p = run([SPTRACE, "record", "-o", out, "--", GT, "1"])
+    check(p.returncode != 0 and "exists" in p.stderr, "record refuses an existing file")
+    with open(out) as f:
+        eq(f.read(), "keep", "existing file untouched")
+    os.unlink(out)
+
+
+require_bpf()
+test_record_equals_live()
+test_ground_truth()
+test_filters()
+test_pid_record()
+test_bad_files()
+test_output_safety()
+finish()

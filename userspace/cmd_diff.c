@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace diff BASE NEW`: compare two runs query by query (diff.c). Each
+ * side is a trace file (sptrace record) or a JSON summary (sptrace -f json),
+ * told apart by content, not by name: a JSON summary's first non-blank byte
+ * is '{', which no trace file starts with (its magic begins with 0x89);
+ * anything else goes to the trace reader, whose error names the magic it
+ * expected and found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "commands.h"
+#include "diff.h"
+#include "json_summary.h"
+#include "log.h"
+#include "output.h"
+#include "summary.h"
+#include "trace_summary.h"
+
+static const char usage[] =
+"Usage: sptrace diff [OPTIONS] BASE NEW\n"
+"Compare two runs query by query: self time, time, count, cache hits,\n"
+"blocked and incremental-load time of NEW and their change from BASE,\n"
+"sorted by the size of the self-time change. BASE and NEW are each a trace\n"
+"file (sptrace record) or a JSON summary (sptrace -f json).\n"
+"\n"
+"  -f, --format FMT         table (default) or json\n"
+"  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
+"      --force              overwrite an existing output file\n"
+"  -h, --help\n";
+
+enum { OPT_FORCE = 256 };
+
+/* 1 for a JSON summary, 0 for anything else; -errno (reported). */
+static int is_json(const char *path)
+{
+	char buf[4096];
+	ssize_t n, i;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		sp_err("%s: cannot open: %s", path, strerror(-err));
+		return err;
+	}
+	do {
+		n = read(fd, buf, sizeof(buf));
+	} while (n < 0 && errno == EINTR);
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err) {
+		sp_err("%s: read failed: %s", path, strerror(-err));
+		return err;
+	}
+	for (i = 0; i < n; i++) {
+		if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' &&
+		    buf[i] != '\r')
+			return buf[i] == '{';
+	}
+	return 0;
+}
+
+/* One side into s (finished). 0 or -errno (reported). */
+static int load(const char *path, struct summary *s)
+{
+	char msg[512];
+	int err;
+
+	err = is_json(path);
+	if (err < 0)
+		return err;
+	if (err) {
+		err = json_summary__read(path, s, msg, sizeof(msg));
+		if (err)
+			sp_err("%s", msg);
+	} else {
+		err = trace_summary__read(path, s);
+	}
+	if (!err)
+		summary__finish(s);
+	return err;
+}
+
+static int write_diff(const char *path, bool force, bool json,
+		      const struct diff *d, const char *base, const char *new)
+{
+	FILE *out;
+	int err;
+
+	err = output__open(path, force, &out);
+	if (err)
+		return err;
+	if (json)
+		err = diff__write_json(out, d, base, new);
+	else
+		err = diff__write_table(out, d, base, new);
+	if (err)
+		sp_err("%s: write failed: %s", path ? path : "stdout",
+		       strerror(-err));
+	if (output__close(out, path) && !err)
+		err = -EIO;
+	return err;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *output = NULL, *base, *new;
+	struct summary sb, sn;
+	bool force = false, json = false;
+	struct diff d;
+	int c, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "json")) {
+				json = true;
+			} else if (!strcmp(optarg, "table")) {
+				json = false;
+			} else {
+				sp_err("diff: unknown format '%s' (expected table or json)",
+				       optarg);
+				return 1;
+			}
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_FORCE:
+			force = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 1;
+		}
+	}
+	if (argc - optind != 2) {
+		sp_err("diff: give two runs, BASE and NEW (see sptrace diff --help)");
+		return 1;
+	}
+	base = argv[optind];
+	new = argv[optind + 1];
+	if (output__precheck(output, force))
+		return 1;
+	summary__init(&sb);
+	summary__init(&sn);
+	memset(&d, 0, sizeof(d));
+	err = load(base, &sb);
+	if (!err)
+		err = load(new, &sn);
+	if (!err) {
+		err = diff__build(&d, &sb, &sn);
+		if (err)
+			sp_err("diff: %s", strerror(-err));
+	}
+	if (!err)
+		err = write_diff(output, force, json, &d, base, new);
+	diff__free(&d);
+	summary__free(&sb);
+	summary__free(&sn);
+	return err ? 1 : 0;
+}

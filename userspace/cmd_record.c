@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace record -p PID|-- CMD -o FILE`: every probe event of the session
+ * streams from the BPF ring buffer into a trace file (trace_format.c).
+ * The kernel still aggregates, with the very same timestamps, so
+ * `--summary FILE` can write the live summary of the same run, and
+ * `sptrace summarize` of the trace must agree with it.
+ *
+ * Names arrive as addresses in the target; each (pid, address) is resolved
+ * to a string once (address-space snapshots, see addr_space.c) and interned
+ * in the trace's string table.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/libbpf.h>
+#include <sptrace/record_abi.h>
+#include "commands.h"
+#include "log.h"
+#include "output.h"
+#include "query.skel.h"
+#include "query_maps.h"
+#include "report.h"
+#include "session.h"
+#include "summary.h"
+#include "trace_format.h"
+
+struct name_key {
+	uint64_t addr;
+	uint32_t pid;
+	uint32_t id;		/* string id, or FILTERED */
+	bool used;
+};
+
+#define FILTERED UINT32_MAX
+
+struct recorder {
+	struct session ss;
+	struct trace_writer *w;
+	struct ring_buffer *rb;
+	struct name_key *names;	/* open addressing by (pid, addr) */
+	uint32_t nnames, cap;
+	char **only;		/* --only: names to keep, NULL-terminated */
+	uint64_t filtered;
+	uint64_t last_flush_ns;
+	int err;		/* first writer error */
+};
+
+struct record_env {
+	struct session_opts so;
+	const char *output;
+	const char *summary;
+	bool force;
+	char *only_arg;
+};
+
+static const char usage[] =
+"Usage: sptrace record [OPTIONS] -o FILE -p PID[,PID...]\n"
+"       sptrace record [OPTIONS] -o FILE -- CMD [ARGS...]\n"
+"Record every probe event into a trace file for summarize, diff, export.\n"
+"\n"
+"  -o, --output FILE        the trace file (created 0600, never a symlink)\n"
+"      --force              overwrite an existing file\n"
+"  -p, --pid PID[,PID...]   record these running processes\n"
+"  -d, --duration SECONDS   stop after this long\n"
+"  -e, --events LIST        query,cache,blocked,incr,mark,alloc (default:\n"
+"                           all but alloc); only these probes are attached\n"
+"      --only NAME[,NAME]   keep events of these names only\n"
+"      --ringbuf-size MB    kernel ring buffer (power of two, default 8)\n"
+"      --summary FILE       also write the live JSON summary of the run\n"
+"      --max-queries N, --max-threads N, -v, -h as for sptrace\n";
+
+static int parse_events(const char *arg, uint32_t *classes)
+{
+	static const char *const names[SP_EVC__MAX] = {
+		[SP_EVC_QUERY] = "query", [SP_EVC_CACHE] = "cache",
+		[SP_EVC_BLOCKED] = "blocked", [SP_EVC_INCR] = "incr",
+		[SP_EVC_MARK] = "mark", [SP_EVC_ALLOC] = "alloc",
+	};
+	char *copy = strdup(arg), *tok, *save = NULL;
+	int err = 0, i;
+
+	if (!copy)
+		return -ENOMEM;
+	*classes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < SP_EVC__MAX; i++)
+			if (!strcmp(tok, names[i]))
+				break;
+		if (i == SP_EVC__MAX) {
+			sp_err("unknown event class '%s' (expected query, cache, blocked, incr, mark, alloc)",
+			       tok);
+			err = -EINVAL;
+			break;
+		}
+		*classes |= 1u << i;
+	}
+	free(copy);
+	if (!err && !*classes) {
+		sp_err("--events: nothing to record");
+		err = -EINVAL;
+	}
+	return err;
+}
+
+enum { OPT_FORCE = 256, OPT_ONLY, OPT_RINGBUF, OPT_SUMMARY };
+
+static int parse_args(int argc, char **argv, struct record_env *env)
+{
+	static const struct option opts[] = {
+		SESSION_LONG_OPTS,
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "events", required_argument, NULL, 'e' },
+		{ "only", required_argument, NULL, OPT_ONLY },
+		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+		{ "summary", required_argument, NULL, OPT_SUMMARY },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	long v;
+	int c, r;
+
+	env->so.record = true;
+	env->so.classes = ~(1u << SP_EVC_ALLOC) & ((1u << SP_EVC__MAX) - 1);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "o:e:vh",
+				opts, NULL)) != -1) {
+		r = session_opts__parse(&env->so, c, optarg);
+		if (r < 0)
+			return r;
+		if (r)
+			continue;
+		switch (c) {
+		case 'o':
+			env->output = optarg;
+			break;
+		case OPT_FORCE:
+			env->force = true;
+			break;
+		case 'e':
+			if (parse_events(optarg, &env->so.classes))
+				return -EINVAL;
+			break;
+		case OPT_ONLY:
+			env->only_arg = optarg;
+			break;
+		case OPT_RINGBUF:
+			if (parse_long(optarg, 1, 1024, &v) || (v & (v - 1))) {
+				sp_err("invalid --ringbuf-size '%s' (MiB, a power of two from 1 to 1024)",
+				       optarg);
+				return -EINVAL;
+			}
+			env->so.ringbuf_bytes = (uint32_t)v << 20;
+			break;
+		case OPT_SUMMARY:
+			env->summary = optarg;
+			break;
+		case 'v':
+			sp_verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			fputs(usage, stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		env->so.cmd = &argv[optind];
+	if (!env->output) {
+		sp_err("record: give the trace file with -o FILE");
+		return -EINVAL;
+	}
+	if (env->summary && !strcmp(env->summary, env->output)) {
+		sp_err("record: --summary and -o name the same file");
+		return -EINVAL;
+	}
+	return session_opts__check(&env->so);
+}
+
+static char **split_names(char *arg)
+{
+	char **v, *tok, *save = NULL;
+	size_t n = 0;
+
+	v = calloc(strlen(arg) / 2 + 2, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		v[n++] = tok;
+	return v;
+}
+
+static bool kept(const struct recorder *rec, const char *name)
+{
+	char *const *p;
+
+	if (!rec->only)
+		return true;
+	for (p = rec->only; *p; p++)
+		if (!strcmp(*p, name))
+			return true;
+	return false;
+}
+
+static uint32_t name_hash(uint32_t pid, uint64_t addr)
+{
+	uint64_t h = (addr ^ ((uint64_t)pid << 47)) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32);
+}
+
+static int grow_names(struct recorder *rec)
+{
+	uint32_t cap = rec->cap ? rec->cap * 2 : 1024, i, j;
+	struct name_key *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < rec->cap; i++) {
+		if (!rec->names[i].used)
+			continue;
+		for (j = name_hash(rec->names[i].pid, rec->names[i].addr) &
+			 (cap - 1);
+		     v[j].used; j = (j + 1) & (cap - 1))
+			;
+		v[j] = rec->names[i];
+	}
+	free(rec->names);
+	rec->names = v;
+	rec->cap = cap;
+	return 0;
+}
+
+/* The string id of the name at `addr` in `pid`, resolved once. */
+static int name_id(struct recorder *rec, uint32_t pid, uint64_t addr,
+		   uint32_t *id)
+{
+	char buf[SP_NAME_LEN];
+	struct name_key *k;
+	uint32_t j;
+	int err;
+
+	if (rec->cap) {
+		for (j = name_hash(pid, addr) & (rec->cap - 1);
+		     rec->names[j].used; j = (j + 1) & (rec->cap - 1)) {
+			k = &rec->names[j];
+			if (k->pid == pid && k->addr == addr) {
+				*id = k->id;
+				return 0;
+			}
+		}
+	}
+	if ((rec->nnames + 1) * 2 > rec->cap && (err = grow_names(rec)))
+		return err;
+	if (!addr)
+		buf[0] = 0;
+	else if (addr_spaces__read_str(&rec->ss.spaces, (pid_t)pid, addr, buf,
+				       sizeof(buf)))
+		snprintf(buf, sizeof(buf), "<unreadable name 0x%llx in pid %u>",
+			 (unsigned long long)addr, pid);
+	if (!kept(rec, buf)) {
+		*id = FILTERED;
+	} else {
+		err = trace_writer__string(rec->w, buf, id);
+		if (err)
+			return err;
+	}
+	for (j = name_hash(pid, addr) & (rec->cap - 1); rec->names[j].used;
+	     j = (j + 1) & (rec->cap - 1))
+		;
+	rec->names[j] = (struct name_key){ .addr = addr, .pid = pid,
+					   .id = *id, .used = true };
+	rec->nnames++;
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	const struct sp_rec_event *e = data;
+	struct recorder *rec = ctx;
+	struct trace_event ev;
+	int err;
+
+	if (size < sizeof(*e) || rec->err)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.ts_ns = e->ts_ns;
+	ev.pid = e->pid;
+	ev.tid = e->tid;
+	ev.kind = (uint16_t)e->kind;
+	ev.arg1 = e->arg1;
+	ev.arg2 = e->arg2;
+	err = name_id(rec, e->pid, e->name, &ev.name_id);
+	if (!err && ev.name_id == FILTERED && e->kind != SP_EV_THREAD_EXIT) {
+		rec->filtered++;
+		return 0;
+	}
+	if (!err)
+		err = trace_writer__event(rec->w, &ev);
+	if (err)
+		rec->err = err;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* From the wait loop: drain the ring buffer; end a chunk every second so
+ * a crash loses at most about a second of events. */
+static int drain(void *ctx)
+{
+	struct recorder *rec = ctx;
+	int n = ring_buffer__consume(rec->rb);
+
+	if (n < 0 && !rec->err)
+		rec->err = n;
+	if (!rec->err && now_ns() - rec->last_flush_ns >= 1000000000ull) {
+		rec->err = trace_writer__flush(rec->w);
+		rec->last_flush_ns = now_ns();
+	}
+	if (rec->err)
+		sp_err("cannot record events: %s", strerror(-rec->err));
+	return rec->err;
+}
+
+static void fill_header(struct trace_header *h, const struct record_env *env,
+			char *cmdline, size_t len)
+{
+	struct timespec rt, mono;
+	size_t off = 0;
+	int i;
+
+	memset(h, 0, sizeof(*h));
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	h->start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull +
+			       (uint64_t)rt.tv_nsec;
+	h->start_mono_ns = (uint64_t)mono.tv_sec * 1000000000ull +
+			   (uint64_t)mono.tv_nsec;
+	for (i = 0; i < env->so.npids && i < TRACE_MAX_PIDS; i++)
+		h->pids[h->npids++] = (uint32_t)env->so.pids[i];
+	cmdline[0] = 0;
+	for (i = 0; env->so.cmd && env->so.cmd[i] && off + 1 < len; i++)
+		off += (size_t)snprintf(cmdline + off, len - off, "%s%s",
+					i ? " " : "", env->so.cmd[i]);
+	h->cmdline = cmdline;
+	h->version = (char *)SPTRACE_VERSION;
+}
+
+static int write_live_summary(struct recorder *rec, const char *path)
+{
+	struct report_opts ro = { .format = REPORT_JSON };
+	struct summary s;
+	int err;
+
+	summary__init(&s);
+	err = session__read(&rec->ss, &s);
+	if (!err) {
+		summary__finish(&s);
+		err = write_summary(path, true, &s, &ro);
+	}
+	summary__free(&s);
+	return err;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_env env = { 0 };
+	struct recorder rec = { 0 };
+	struct trace_header h;
+	char cmdline[4096];
+	uint64_t lost = 0;
+	int err, status;
+
+	if (parse_args(argc, argv, &env))
+		return 1;
+	if (output__precheck(env.output, env.force) ||
+	    output__precheck(env.summary, env.force))
+		return 1;
+	if (env.only_arg && !(rec.only = split_names(env.only_arg)))
+		return 1;
+	fill_header(&h, &env, cmdline, sizeof(cmdline));
+	err = trace_writer__open(env.output, env.force, &h, &rec.w);
+	if (err) {
+		sp_err("%s: cannot create: %s", env.output, strerror(-err));
+		free(rec.only);
+		return 1;
+	}
+	err = session__start(&rec.ss, &env.so);
+	if (!err) {
+		rec.rb = ring_buffer__new(bpf_map__fd(rec.ss.skel->maps.events),
+					  on_event, &rec, NULL);
+		if (!rec.rb) {
+			err = -errno;
+			sp_err("cannot open the ring buffer: %s", strerror(-err));
+		}
+	}
+	if (!err) {
+		rec.last_flush_ns = now_ns();
+		err = session__run(&rec.ss, ring_buffer__epoll_fd(rec.rb),
+				   drain, &rec);
+	}
+	if (!err && env.summary)
+		err = write_live_summary(&rec, env.summary);
+	/* The ring buffer's losses, summed over CPUs, go in the footer. */
+	if (rec.ss.skel && !query_maps__lost(rec.ss.skel, &lost) && lost)
+		sp_warn("%llu events lost: the ring buffer was full (raise --ringbuf-size)",
+			(unsigned long long)lost);
+	/* Whatever happened, close the file properly: what was recorded is
+	 * kept, with its footer. */
+	if (trace_writer__close(rec.w, lost) && !err) {
+		sp_err("%s: cannot finish the trace file", env.output);
+		err = -EIO;
+	}
+	if (!err && rec.filtered)
+		sp_info("%llu events left out by --only",
+			(unsigned long long)rec.filtered);
+	ring_buffer__free(rec.rb);
+	session__destroy(&rec.ss);
+	status = session__exit_status(&rec.ss, err);
+	free(rec.names);
+	free(rec.only);
+	return status;
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace summarize FILE`: the per-query table of a recorded run, through
+ * the same aggregation and the same writers as the live mode.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "commands.h"
+#include "log.h"
+#include "output.h"
+#include "report.h"
+#include "summary.h"
+#include "trace_summary.h"
+
+static const char usage[] =
+"Usage: sptrace summarize [OPTIONS] FILE\n"
+"Print the per-query table of a trace file written by sptrace record.\n"
+"\n"
+"  -f, --format FMT         table (default), json or csv\n"
+"  -o, --output FILE        write there instead of stdout\n"
+"      --force              overwrite an existing output file\n"
+"  -s, --sort COLUMN        as for sptrace (default self)\n"
+"      --percent-above P    hide rows with at most P% of the self time\n"
+"      --hist               print each query's latency histogram\n";
+
+enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE };
+
+int cmd_summarize(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "sort", required_argument, NULL, 's' },
+		{ "hist", no_argument, NULL, OPT_HIST },
+		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct report_opts ro = { .format = REPORT_TABLE };
+	enum summary_sort sort = SORT_SELF;
+	const char *output = NULL;
+	bool force = false;
+	struct summary s;
+	int c, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:s:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (report__parse_format(optarg, &ro.format)) {
+				sp_err("unknown format '%s' (expected table, json or csv)",
+				       optarg);
+				return 1;
+			}
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_FORCE:
+			force = true;
+			break;
+		case 's':
+			if (summary__parse_sort(optarg, &sort)) {
+				sp_err("unknown sort column '%s'", optarg);
+				return 1;
+			}
+			break;
+		case OPT_HIST:
+			ro.hist = true;
+			break;
+		case OPT_PERCENT_ABOVE:
+			if (parse_double(optarg, 0, 100, &ro.percent_above)) {
+				sp_err("invalid --percent-above '%s' (expected 0..100)",
+				       optarg);
+				return 1;
+			}
+			break;
+		case 'v':
+			sp_verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 1;
+		}
+	}
+	if (optind != argc - 1) {
+		sp_err("summarize: give exactly one trace file (see --help)");
+		return 1;
+	}
+	if (output__precheck(output, force))
+		return 1;
+	summary__init(&s);
+	err = trace_summary__read(argv[optind], &s);
+	if (!err) {
+		summary__finish(&s);
+		summary__sort(&s, sort);
+		err = write_summary(output, force, &s, &ro);
+	}
+	summary__free(&s);
+	return err ? 1 : 0;
+}

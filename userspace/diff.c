@@ -1,0 +1,466 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Two summaries joined by query name and written as a table or JSON
+ * (diff.h). Only the summaries' own figures are compared; nothing is
+ * re-derived from events here.
+ *
+ * Queries present in one run only are kept as rows with zeros on the other
+ * side and marked: status "new" (only in NEW) or "gone" (only in BASE), in
+ * a Status column of the table (hidden when no row needs it, so a plain
+ * before/after comparison stays narrow) and in the JSON "status" field. A
+ * column rather than a name suffix: long names are cut at 60 cells, and the
+ * mark must not be cut with them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff.h"
+#include "escape.h"
+#include "report.h"
+#include "text_table.h"
+
+#define NAME_MAX_WIDTH 60
+/* Room for any report__fmt_ns() result ("18400000000s"). */
+#define NS_BUF 24
+/* A sign plus an NS_BUF figure, or a percentage (up to 1.8e21%). */
+#define CELL_BUF 32
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static void figs_of(struct diff_figs *f, const struct sp_query_stats *st)
+{
+	f->self_ns = st->self_ns;
+	f->total_ns = st->total_ns;
+	f->count = st->count;
+	f->cache_hits = st->cache_hits;
+	f->blocked_ns = st->blocked_ns;
+	f->incr_load_ns = st->incr_load_ns;
+}
+
+static void figs_add(struct diff_figs *t, const struct diff_figs *f)
+{
+	t->self_ns = sat_add(t->self_ns, f->self_ns);
+	t->total_ns = sat_add(t->total_ns, f->total_ns);
+	t->count = sat_add(t->count, f->count);
+	t->cache_hits = sat_add(t->cache_hits, f->cache_hits);
+	t->blocked_ns = sat_add(t->blocked_ns, f->blocked_ns);
+	t->incr_load_ns = sat_add(t->incr_load_ns, f->incr_load_ns);
+}
+
+bool diff__delta(uint64_t base, uint64_t new, uint64_t *mag)
+{
+	if (new >= base) {
+		*mag = new - base;
+		return false;
+	}
+	*mag = base - new;
+	return true;
+}
+
+bool diff__self_pct(const struct diff_row *r, double *pct)
+{
+	if (!r->base.self_ns)
+		return false;
+	*pct = ((double)r->new.self_ns - (double)r->base.self_ns) * 100.0 /
+	       (double)r->base.self_ns;
+	return true;
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+	const struct diff_row *x = a, *y = b;
+	uint64_t dx, dy;
+
+	diff__delta(x->base.self_ns, x->new.self_ns, &dx);
+	diff__delta(y->base.self_ns, y->new.self_ns, &dy);
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* One side's rows, keyed by their cleaned name. */
+struct side_row {
+	char *key;
+	struct diff_figs f;
+};
+
+static int cmp_side(const void *a, const void *b)
+{
+	const struct side_row *x = a, *y = b;
+
+	return strcmp(x->key, y->key);
+}
+
+/* name with each byte of invalid UTF-8 replaced by U+FFFD, as json_out.c
+ * writes it. NULL on ENOMEM. */
+static char *clean_name(const char *name)
+{
+	size_t len = strlen(name), at = 0;
+	const char *p;
+	uint32_t cp;
+	char *out;
+	int n;
+
+	if (len > (SIZE_MAX - 1) / 3)
+		return NULL;
+	out = malloc(3 * len + 1);
+	if (!out)
+		return NULL;
+	for (p = name; *p; p += n) {
+		n = report__utf8_next(p, &cp);
+		if (!n) {
+			memcpy(out + at, "\xef\xbf\xbd", 3);
+			at += 3;
+			n = 1;
+		} else {
+			memcpy(out + at, p, (size_t)n);
+			at += (size_t)n;
+		}
+	}
+	out[at] = '\0';
+	return out;
+}
+
+static void side_free(struct side_row *v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].key);
+	free(v);
+}
+
+/* The summary's rows by cleaned name, equal names summed. 0 or -ENOMEM. */
+static int side_rows(const struct summary *s, struct side_row **out,
+		     unsigned int *nout)
+{
+	struct side_row *v;
+	unsigned int i, n = 0;
+
+	v = calloc(s->nrows ? s->nrows : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < s->nrows; i++) {
+		v[i].key = clean_name(s->rows[i].name);
+		if (!v[i].key) {
+			side_free(v, i);
+			return -ENOMEM;
+		}
+		figs_of(&v[i].f, &s->rows[i].st);
+	}
+	qsort(v, s->nrows, sizeof(*v), cmp_side);
+	for (i = 0; i < s->nrows; i++) {
+		if (n && !strcmp(v[n - 1].key, v[i].key)) {
+			figs_add(&v[n - 1].f, &v[i].f);
+			free(v[i].key);
+		} else {
+			v[n++] = v[i];
+		}
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+int diff__build(struct diff *d, const struct summary *base,
+		const struct summary *new)
+{
+	static char total_name[] = "Total";
+	struct side_row *b = NULL, *n = NULL;
+	unsigned int nb = 0, nn = 0, i = 0, j = 0;
+	struct diff_row *r;
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	d->total.name = total_name;
+	d->base_duration_ns = base->duration_ns;
+	d->new_duration_ns = new->duration_ns;
+	err = side_rows(base, &b, &nb);
+	if (!err)
+		err = side_rows(new, &n, &nn);
+	if (err)
+		goto cleanup;
+	d->rows = calloc((size_t)nb + nn + 1, sizeof(*d->rows));
+	if (!d->rows) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	/* Merge join; each key moves to its row or is freed with its side. */
+	while (i < nb || j < nn) {
+		int c;
+
+		if (i == nb)
+			c = 1;
+		else if (j == nn)
+			c = -1;
+		else
+			c = strcmp(b[i].key, n[j].key);
+		r = &d->rows[d->nrows++];
+		if (c <= 0) {
+			r->name = b[i].key;
+			b[i].key = NULL;
+			r->base = b[i++].f;
+		}
+		if (c >= 0) {
+			if (!r->name) {
+				r->name = n[j].key;
+				n[j].key = NULL;
+			}
+			r->new = n[j++].f;
+		}
+		r->status = c < 0 ? DIFF_GONE : c > 0 ? DIFF_NEW : DIFF_BOTH;
+		d->nnew += r->status == DIFF_NEW;
+		d->ngone += r->status == DIFF_GONE;
+		figs_add(&d->total.base, &r->base);
+		figs_add(&d->total.new, &r->new);
+	}
+	qsort(d->rows, d->nrows, sizeof(*d->rows), cmp_change);
+cleanup:
+	side_free(b, nb);
+	side_free(n, nn);
+	return err;
+}
+
+void diff__free(struct diff *d)
+{
+	unsigned int i;
+
+	for (i = 0; d->rows && i < d->nrows; i++)
+		free(d->rows[i].name);
+	free(d->rows);
+	memset(d, 0, sizeof(*d));
+}
+
+/* "+1.50ms", "-300ns", or "0ns" for no change. */
+static void fmt_delta_ns(char *buf, size_t len, uint64_t base, uint64_t new)
+{
+	char num[NS_BUF];
+	uint64_t mag;
+	bool neg = diff__delta(base, new, &mag);
+
+	report__fmt_ns(num, sizeof(num), mag);
+	snprintf(buf, len, "%s%s", mag ? (neg ? "-" : "+") : "", num);
+}
+
+static void fmt_delta_u64(char *buf, size_t len, uint64_t base, uint64_t new)
+{
+	uint64_t mag;
+	bool neg = diff__delta(base, new, &mag);
+
+	snprintf(buf, len, "%s%" PRIu64, mag ? (neg ? "-" : "+") : "", mag);
+}
+
+/* Two decimals; a change that rounds to 0.00 carries no sign. */
+static void fmt_pct(char *buf, size_t len, double pct, const char *suffix)
+{
+	if (fabs(pct) < 0.005)
+		snprintf(buf, len, "0.00%s", suffix);
+	else
+		snprintf(buf, len, "%+.2f%s", pct, suffix);
+}
+
+enum col {
+	C_ITEM, C_STATUS, C_SELF, C_SELF_D, C_SELF_PCT, C_TIME, C_TIME_D,
+	C_COUNT, C_COUNT_D, C_CACHE, C_CACHE_D, C_BLOCKED, C_BLOCKED_D,
+	C_INCR, C_INCR_D, NCOLS,
+};
+
+static const char *const col_titles[NCOLS] = {
+	[C_ITEM] = "Item",
+	[C_STATUS] = "Status",
+	[C_SELF] = "Self time",
+	[C_SELF_D] = "Self change",
+	[C_SELF_PCT] = "Self change %",
+	[C_TIME] = "Time",
+	[C_TIME_D] = "Time change",
+	[C_COUNT] = "Item count",
+	[C_COUNT_D] = "Count change",
+	[C_CACHE] = "Cache hits",
+	[C_CACHE_D] = "Hits change",
+	[C_BLOCKED] = "Blocked time",
+	[C_BLOCKED_D] = "Blocked change",
+	[C_INCR] = "Incr. load time",
+	[C_INCR_D] = "Incr. change",
+};
+
+static const char *const status_names[] = {
+	[DIFF_BOTH] = "both", [DIFF_NEW] = "new", [DIFF_GONE] = "gone",
+};
+
+static int table_row(struct text_table *t, const struct diff_row *r,
+		     bool total)
+{
+	char bufs[NCOLS][CELL_BUF];
+	const char *text[NCOLS];
+	const struct diff_figs *b = &r->base, *n = &r->new;
+	unsigned int c;
+	double pct;
+
+	for (c = 0; c < NCOLS; c++) {
+		bufs[c][0] = '\0';
+		text[c] = bufs[c];
+	}
+	text[C_ITEM] = r->name;
+	if (!total && r->status != DIFF_BOTH)
+		text[C_STATUS] = status_names[r->status];
+	report__fmt_ns(bufs[C_SELF], CELL_BUF, n->self_ns);
+	fmt_delta_ns(bufs[C_SELF_D], CELL_BUF, b->self_ns, n->self_ns);
+	if (diff__self_pct(r, &pct))
+		fmt_pct(bufs[C_SELF_PCT], CELL_BUF, pct, "%");
+	else
+		text[C_SELF_PCT] = n->self_ns ? "new" : "-";
+	report__fmt_ns(bufs[C_TIME], CELL_BUF, n->total_ns);
+	fmt_delta_ns(bufs[C_TIME_D], CELL_BUF, b->total_ns, n->total_ns);
+	snprintf(bufs[C_COUNT], CELL_BUF, "%" PRIu64, n->count);
+	fmt_delta_u64(bufs[C_COUNT_D], CELL_BUF, b->count, n->count);
+	snprintf(bufs[C_CACHE], CELL_BUF, "%" PRIu64, n->cache_hits);
+	fmt_delta_u64(bufs[C_CACHE_D], CELL_BUF, b->cache_hits, n->cache_hits);
+	report__fmt_ns(bufs[C_BLOCKED], CELL_BUF, n->blocked_ns);
+	fmt_delta_ns(bufs[C_BLOCKED_D], CELL_BUF, b->blocked_ns, n->blocked_ns);
+	report__fmt_ns(bufs[C_INCR], CELL_BUF, n->incr_load_ns);
+	fmt_delta_ns(bufs[C_INCR_D], CELL_BUF, b->incr_load_ns,
+		     n->incr_load_ns);
+	return text_table__add_row(t, text);
+}
+
+int diff__write_table(FILE *out, const struct diff *d, const char *base_name,
+		      const char *new_name)
+{
+	const struct diff_figs *tb = &d->total.base, *tn = &d->total.new;
+	char bdur[CELL_BUF], ndur[CELL_BUF];
+	char *bname = NULL, *nname = NULL;
+	struct text_col cols[NCOLS];
+	struct text_table t;
+	unsigned int i, c, w;
+	int err;
+
+	for (c = 0; c < NCOLS; c++) {
+		cols[c] = (struct text_col){
+			.title = col_titles[c],
+			.align = c <= C_STATUS ? TEXT_LEFT : TEXT_RIGHT,
+			.max_width = c == C_ITEM ? NAME_MAX_WIDTH : 0,
+		};
+	}
+	/* Optional pairs as in the summary table: shown when any query has
+	 * a non-zero figure in either run, i.e. when a total is non-zero. */
+	cols[C_STATUS].hidden = !d->nnew && !d->ngone;
+	cols[C_CACHE].hidden = cols[C_CACHE_D].hidden =
+		!tb->cache_hits && !tn->cache_hits;
+	cols[C_BLOCKED].hidden = cols[C_BLOCKED_D].hidden =
+		!tb->blocked_ns && !tn->blocked_ns;
+	cols[C_INCR].hidden = cols[C_INCR_D].hidden =
+		!tb->incr_load_ns && !tn->incr_load_ns;
+	err = text_table__init(&t, cols, NCOLS);
+	if (!err)
+		err = table_row(&t, &d->total, true);
+	for (i = 0; !err && i < d->nrows; i++)
+		err = table_row(&t, &d->rows[i], false);
+	if (!err) {
+		bname = text_table__display(base_name, UINT_MAX, &w);
+		nname = text_table__display(new_name, UINT_MAX, &w);
+		if (!bname || !nname)
+			err = -ENOMEM;
+	}
+	if (err)
+		goto cleanup;
+	report__fmt_ns(bdur, sizeof(bdur), d->base_duration_ns);
+	report__fmt_ns(ndur, sizeof(ndur), d->new_duration_ns);
+	fprintf(out, "sptrace diff: %s -> %s: %u queries (%u new, %u gone), "
+		"duration %s -> %s\n", bname, nname, d->nrows, d->nnew,
+		d->ngone, bdur, ndur);
+	text_table__print(out, &t);
+	err = report__flush(out);
+cleanup:
+	free(bname);
+	free(nname);
+	text_table__free(&t);
+	return err;
+}
+
+static void json_figs(FILE *out, const char *key, const struct diff_figs *f)
+{
+	fprintf(out, "\"%s\":{\"self_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64
+		",\"count\":%" PRIu64 ",\"cache_hits\":%" PRIu64
+		",\"blocked_ns\":%" PRIu64 ",\"incr_load_ns\":%" PRIu64 "}",
+		key, f->self_ns, f->total_ns, f->count, f->cache_hits,
+		f->blocked_ns, f->incr_load_ns);
+}
+
+/* A signed difference printed exactly, whatever its size. */
+static void json_delta(FILE *out, const char *key, uint64_t base,
+		       uint64_t new, bool comma)
+{
+	uint64_t mag;
+	bool neg = diff__delta(base, new, &mag);
+
+	fprintf(out, "%s\"%s\":%s%" PRIu64, comma ? "," : "", key,
+		neg ? "-" : "", mag);
+}
+
+static void json_deltas(FILE *out, const struct diff_figs *b,
+			const struct diff_figs *n)
+{
+	fputs("\"delta\":{", out);
+	json_delta(out, "self_ns", b->self_ns, n->self_ns, false);
+	json_delta(out, "total_ns", b->total_ns, n->total_ns, true);
+	json_delta(out, "count", b->count, n->count, true);
+	json_delta(out, "cache_hits", b->cache_hits, n->cache_hits, true);
+	json_delta(out, "blocked_ns", b->blocked_ns, n->blocked_ns, true);
+	json_delta(out, "incr_load_ns", b->incr_load_ns, n->incr_load_ns,
+		   true);
+	fputc('}', out);
+}
+
+/* The members every row has: base, new, delta, self_pct. */
+static void json_row_body(FILE *out, const struct diff_row *r)
+{
+	char pct[CELL_BUF];
+	double v;
+
+	json_figs(out, "base", &r->base);
+	fputc(',', out);
+	json_figs(out, "new", &r->new);
+	fputc(',', out);
+	json_deltas(out, &r->base, &r->new);
+	if (diff__self_pct(r, &v)) {
+		fmt_pct(pct, sizeof(pct), v, "");
+		/* JSON numbers have no leading '+'. */
+		fprintf(out, ",\"self_pct\":%s", pct[0] == '+' ? pct + 1 : pct);
+	} else {
+		fputs(",\"self_pct\":null", out);
+	}
+}
+
+int diff__write_json(FILE *out, const struct diff *d, const char *base_name,
+		     const char *new_name)
+{
+	unsigned int i;
+
+	fputs("{\"base\":", out);
+	escape__json(out, base_name);
+	fputs(",\"new\":", out);
+	escape__json(out, new_name);
+	fprintf(out, ",\n\"duration_ns\":{\"base\":%" PRIu64 ",\"new\":%" PRIu64,
+		d->base_duration_ns, d->new_duration_ns);
+	json_delta(out, "delta", d->base_duration_ns, d->new_duration_ns, true);
+	fputs("},\n\"total\":{", out);
+	json_row_body(out, &d->total);
+	fputs("},\n\"queries\":[", out);
+	for (i = 0; i < d->nrows; i++) {
+		const struct diff_row *r = &d->rows[i];
+
+		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
+		escape__json(out, r->name);
+		fprintf(out, ",\"status\":\"%s\",", status_names[r->status]);
+		json_row_body(out, r);
+		fputc('}', out);
+	}
+	fputs("\n]}\n", out);
+	return report__flush(out);
+}

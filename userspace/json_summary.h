@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading back the JSON summary json_out.c writes (`sptrace -f json`), so a
+ * saved run can be a side of `sptrace diff`. The parser is strict and
+ * bounded: the file may come from anywhere.
+ */
+#ifndef SPTRACE_JSON_SUMMARY_H
+#define SPTRACE_JSON_SUMMARY_H
+
+#include <stddef.h>
+#include "summary.h"
+
+/* Limits on what the reader accepts. */
+#define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */
+#define JSON_SUMMARY_MAX_STRING (64u << 10)	/* bytes of a decoded string */
+#define JSON_SUMMARY_MAX_DEPTH 32		/* nested arrays/objects */
+
+/*
+ * Reads the JSON summary at path and adds it to s, as every source does
+ * (rows, histogram bins, duration, error counters, lost events). s is not
+ * finished. On error s is unchanged and err holds one line naming the file
+ * and, for bad content, the line and column: "run.json: line 3, column 17:
+ * expected ',' or '}' (...)". Returns 0 or -errno: -EINVAL for content that
+ * is not a JSON summary, -EFBIG above JSON_SUMMARY_MAX_FILE, -ENOMEM, or
+ * the open()/read() error.
+ */
+int json_summary__read(const char *path, struct summary *s, char *err,
+		       size_t errlen);
+/* The same on a buffer of len bytes (any bytes; no NUL needed); name is
+ * what err calls it. */
+int json_summary__parse(const char *buf, size_t len, const char *name,
+			struct summary *s, char *err, size_t errlen);
+
+#endif /* SPTRACE_JSON_SUMMARY_H */

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The boxed text table shared by the summary table (table.c) and
+ * `sptrace diff`, and the terminal-safe display form of untrusted strings
+ * (query names, file names) it uses for every cell.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+#include "text_table.h"
+
+/*
+ * Code points a terminal would act on instead of showing: C0/C1 controls
+ * (escape sequences), DEL, and the bidi and line-separator controls that can
+ * make a name look like another (trojan-source).
+ */
+static bool cp_unsafe(uint32_t c)
+{
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c ||
+	       c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+	       (c >= 0x2066 && c <= 0x2069);
+}
+
+/*
+ * Terminal cells taken by a printable code point. A small fixed table rather
+ * than wcwidth(): that depends on the locale, and output must not. Covers
+ * the common combining marks (0) and East Asian wide ranges and emoji (2).
+ */
+static unsigned int cp_width(uint32_t c)
+{
+	if ((c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
+	    (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x200b && c <= 0x200d) ||
+	    (c >= 0x20d0 && c <= 0x20ff) || (c >= 0xfe00 && c <= 0xfe0f) ||
+	    (c >= 0xfe20 && c <= 0xfe2f))
+		return 0;
+	if ((c >= 0x1100 && c <= 0x115f) || c == 0x2329 || c == 0x232a ||
+	    (c >= 0x2e80 && c <= 0xa4cf && c != 0x303f) ||
+	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
+	    (c >= 0xfe10 && c <= 0xfe19) || (c >= 0xfe30 && c <= 0xfe6f) ||
+	    (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) ||
+	    (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f900 && c <= 0x1f9ff) ||
+	    (c >= 0x20000 && c <= 0x3fffd))
+		return 2;
+	return 1;
+}
+
+/* Display form of the character at p into out (<= 4 bytes), its width into
+ * *w; returns the input bytes it used. An unsafe multi-byte character is
+ * escaped one byte at a time: its continuation bytes are invalid alone. */
+static size_t display_piece(const char *p, char *out, size_t *outlen,
+			    unsigned int *w)
+{
+	uint32_t cp;
+	int n;
+
+	if (*p == '\\') {
+		memcpy(out, "\\\\", 2);
+		*outlen = *w = 2;
+		return 1;
+	}
+	n = report__utf8_next(p, &cp);
+	if (n && !cp_unsafe(cp)) {
+		memcpy(out, p, n);
+		*outlen = n;
+		*w = cp_width(cp);
+		return n;
+	}
+	snprintf(out, 5, "\\x%02x", (unsigned char)*p);
+	*outlen = *w = 4;
+	return 1;
+}
+
+char *text_table__display(const char *str, unsigned int maxw,
+			  unsigned int *width)
+{
+	unsigned int w, total = 0, limit;
+	size_t len = strlen(str), n, plen, at = 0;
+	char piece[5], *out;
+	const char *p;
+
+	/* Each input byte becomes at most 4 output bytes (\xHH). */
+	if (len > (SIZE_MAX - 4) / 4)
+		return NULL;
+	out = malloc(4 * len + 4);
+	if (!out)
+		return NULL;
+	for (p = str; *p; p += n) {
+		n = display_piece(p, piece, &plen, &w);
+		total += w;
+	}
+	limit = total > maxw && maxw >= 3 ? maxw - 3 : maxw;
+	total = 0;
+	for (p = str; *p; p += n) {
+		n = display_piece(p, piece, &plen, &w);
+		if (total + w > limit)
+			break;
+		memcpy(out + at, piece, plen);
+		at += plen;
+		total += w;
+	}
+	if (*p) {
+		memcpy(out + at, "...", 3);
+		at += 3;
+		total += 3;
+	}
+	out[at] = '\0';
+	*width = total;
+	return out;
+}
+
+static int cell_set(struct text_cell *c, const char *str, unsigned int maxw)
+{
+	c->text = text_table__display(str ? str : "", maxw ? maxw : UINT_MAX,
+				      &c->width);
+	return c->text ? 0 : -ENOMEM;
+}
+
+int text_table__init(struct text_table *t, const struct text_col *cols,
+		     unsigned int ncols)
+{
+	unsigned int c;
+
+	memset(t, 0, sizeof(*t));
+	if (!ncols)
+		return -EINVAL;
+	t->cols = calloc(ncols, sizeof(*t->cols));
+	t->titles = calloc(ncols, sizeof(*t->titles));
+	t->width = calloc(ncols, sizeof(*t->width));
+	if (!t->cols || !t->titles || !t->width)
+		return -ENOMEM;
+	t->ncols = ncols;
+	memcpy(t->cols, cols, ncols * sizeof(*cols));
+	for (c = 0; c < ncols; c++) {
+		if (cell_set(&t->titles[c], cols[c].title, 0))
+			return -ENOMEM;
+		t->width[c] = t->titles[c].width;
+	}
+	return 0;
+}
+
+int text_table__add_row(struct text_table *t, const char *const *cells)
+{
+	struct text_cell *row;
+	unsigned int c;
+
+	if (t->nrows == t->rows_cap) {
+		unsigned int cap = t->rows_cap ? t->rows_cap * 2 : 16;
+		struct text_cell *v;
+
+		if (cap <= t->rows_cap ||
+		    (size_t)cap > SIZE_MAX / t->ncols / sizeof(*v))
+			return -ENOMEM;
+		v = realloc(t->cells, (size_t)cap * t->ncols * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->cells = v;
+		t->rows_cap = cap;
+	}
+	row = &t->cells[(size_t)t->nrows * t->ncols];
+	for (c = 0; c < t->ncols; c++) {
+		if (cell_set(&row[c], cells[c], t->cols[c].max_width)) {
+			while (c--)
+				free(row[c].text);
+			return -ENOMEM;
+		}
+	}
+	for (c = 0; c < t->ncols; c++)
+		if (row[c].width > t->width[c])
+			t->width[c] = row[c].width;
+	t->nrows++;
+	return 0;
+}
+
+void text_table__set_hidden(struct text_table *t, unsigned int col,
+			    bool hidden)
+{
+	if (col < t->ncols)
+		t->cols[col].hidden = hidden;
+}
+
+static void print_sep(FILE *out, const struct text_table *t)
+{
+	unsigned int c, i;
+
+	for (c = 0; c < t->ncols; c++) {
+		if (t->cols[c].hidden)
+			continue;
+		fputc('+', out);
+		for (i = 0; i < t->width[c] + 2; i++)
+			fputc('-', out);
+	}
+	fputs("+\n", out);
+}
+
+static void print_row(FILE *out, const struct text_table *t,
+		      const struct text_cell *row)
+{
+	unsigned int c;
+
+	for (c = 0; c < t->ncols; c++) {
+		int pad = (int)(t->width[c] - row[c].width);
+
+		if (t->cols[c].hidden)
+			continue;
+		if (t->cols[c].align == TEXT_LEFT)
+			fprintf(out, "| %s%*s ", row[c].text, pad, "");
+		else
+			fprintf(out, "| %*s%s ", pad, "", row[c].text);
+	}
+	fputs("|\n", out);
+}
+
+int text_table__print(FILE *out, const struct text_table *t)
+{
+	unsigned int i;
+
+	print_sep(out, t);
+	print_row(out, t, t->titles);
+	print_sep(out, t);
+	for (i = 0; i < t->nrows; i++)
+		print_row(out, t, &t->cells[(size_t)i * t->ncols]);
+	print_sep(out, t);
+	return ferror(out) ? -EIO : 0;
+}
+
+void text_table__free(struct text_table *t)
+{
+	size_t i;
+
+	for (i = 0; t->cells && i < (size_t)t->nrows * t->ncols; i++)
+		free(t->cells[i].text);
+	for (i = 0; t->titles && i < t->ncols; i++)
+		free(t->titles[i].text);
+	free(t->cells);
+	free(t->titles);
+	free(t->cols);
+	free(t->width);
+	memset(t, 0, sizeof(*t));
+}

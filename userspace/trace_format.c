@@ -1,0 +1,1674 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The .spt trace file: the writer `sptrace record` uses and the reader every
+ * other command uses. docs/format.md specifies the bytes; this comment says
+ * why they are laid out the way they are.
+ *
+ * A recording must survive the recorder being killed or the disk filling up.
+ * So the file is a header followed by self-contained chunks, each framed by
+ * a sync marker, its type, its lengths and two CRC32s (one over the frame,
+ * one over the payload), and compressed on its own. A chunk refers to nothing
+ * in an earlier chunk except string ids: in every EVENTS chunk timestamps
+ * restart from zero and the thread table restarts empty. Losing a chunk (cut
+ * short, flipped bits) therefore loses its own events and nothing else;
+ * losing a STRINGS chunk loses names, which the reader turns into
+ * TRACE_NO_STRING. The frame CRC tells a damaged frame, whose length cannot
+ * be trusted (scan forward for the next sync marker), from a damaged
+ * payload (skip exactly that chunk and go on).
+ *
+ * Events are small because recording must be cheap in disk and CPU: a tag
+ * byte (kind, and which args follow), a varint index into the chunk's thread
+ * table, a zigzag varint time delta (signed: the ring buffer does not order
+ * the events of different CPUs exactly), a varint name id, and each arg only
+ * if it is not zero. A realistic query workload takes about 5 raw bytes an
+ * event, 2 to 3 after zlib level 1 (tests/unit/test_trace_format.c measures
+ * it), so the cheapest zlib level is enough.
+ *
+ * The file is hostile input to the reader, which is fuzzed
+ * (tests/fuzz/fuzz_trace_reader.c). Every length read from the file is
+ * checked against what is left of the file and a fixed limit before it is
+ * used or anything is allocated for it; every limit the writer could exceed
+ * (string length, string count, threads per chunk) is enforced on both
+ * sides. Integers are encoded byte by byte, little-endian, never by copying
+ * structs. Damage is never fatal: it becomes a warning naming the file and
+ * the offset, and the reader goes on with the next chunk it can trust.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "trace_format.h"
+
+#ifndef SPTRACE_VERSION
+#define SPTRACE_VERSION "unknown"
+#endif
+/* zlib level for chunks; 1 meets the size target at the lowest CPU cost. */
+#ifndef TRACE_ZLIB_LEVEL
+#define TRACE_ZLIB_LEVEL 1
+#endif
+
+#define TRACE_MAJOR 1
+#define TRACE_MINOR 0
+
+static const uint8_t trace_magic[8] = {
+	0x89, 'S', 'P', 'T', '\r', '\n', 0x1a, '\n'
+};
+#define BYTE_ORDER_MARK 0x0a0b0c0du
+
+/* Header: magic, version, header size, byte-order mark, two start times and
+ * npids are fixed; pids, command line, version and CRC follow. */
+#define HDR_FIXED 40
+#define HDR_MIN (HDR_FIXED + 4 + 4 + 4)
+#define HDR_MAX (1u << 20)
+
+static const uint8_t chunk_sync[4] = { 'S', 'P', 'C', 'K' };
+#define FRAME_SIZE 28
+
+enum chunk_type {
+	CHUNK_STRINGS = 1,
+	CHUNK_EVENTS = 2,
+	CHUNK_FOOTER = 3,
+};
+
+enum chunk_encoding {
+	ENC_STORED = 0,
+	ENC_ZLIB = 1,
+};
+
+#define CHUNK_MAX (64u << 20)		/* stored and raw payload bytes */
+#define ZLIB_MAX_RATIO 1032		/* deflate cannot do better */
+#define FOOTER_SIZE 24
+#define STRING_MAX 65536		/* bytes in one string */
+#define STRINGS_MAX (1u << 20)		/* strings in a file */
+#define STRING_BYTES_MAX (64u << 20)	/* their bytes, all together */
+#define CHUNK_THREADS_MAX 65536		/* threads in one EVENTS chunk */
+#define EVENT_MIN_RAW 4			/* tag, thread, delta, name */
+
+/* Raw bytes after which the writer ends a chunk. */
+#define CHUNK_TARGET (64u << 10)
+/* Room for the varints a payload starts with (two at most). */
+#define HEADROOM 20
+/* Most raw bytes one event takes: tag, new thread, delta, name, args. */
+#define EVENT_MAX_RAW (1 + 5 + 5 + 5 + 10 + 5 + 10 + 10)
+
+#define TAG_KIND 0x1f
+#define TAG_ARG1 0x20
+#define TAG_ARG2 0x40
+#define TAG_RESERVED 0x80
+
+#define MAX_WARNINGS 64
+
+_Static_assert(SP_EV__MAX <= TAG_KIND + 1, "event kinds must fit the tag");
+/* An event that defines a thread takes 6 raw bytes at least, so a chunk
+ * the writer ends at CHUNK_TARGET never has more threads than a reader
+ * accepts. */
+_Static_assert((CHUNK_TARGET + EVENT_MAX_RAW) / 6 < CHUNK_THREADS_MAX,
+	       "a chunk could define more threads than readers accept");
+
+/* Little-endian and varint encoding, shared by writer and reader. */
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	put_le16(p, (uint16_t)v);
+	put_le16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return get_le16(p) | (uint32_t)get_le16(p + 2) << 16;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	return get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+static uint64_t zigzag(uint64_t delta)
+{
+	return (delta << 1) ^ (0 - (delta >> 63));
+}
+
+static uint64_t unzigzag(uint64_t z)
+{
+	return (z >> 1) ^ (0 - (z & 1));
+}
+
+static uint32_t crc(const uint8_t *p, size_t len)
+{
+	return (uint32_t)crc32(0, p, (uInt)len);
+}
+
+/* A chunk frame, decoded. */
+struct frame {
+	uint8_t type, encoding;
+	uint32_t seq;
+	uint32_t stored_len, raw_len;
+	uint32_t payload_crc;
+};
+
+/* ---------------------------------------------------------------- writer */
+
+struct buf {
+	uint8_t *data;
+	size_t len, cap;
+};
+
+struct wthread {
+	uint32_t pid, tid;
+	uint32_t idx;
+	bool used;
+};
+
+struct trace_writer {
+	int fd;
+	int err;		/* sticky: the first failed write */
+	uint64_t off;		/* end of the last whole chunk */
+	uint32_t seq;		/* chunks written */
+	uint64_t events;
+
+	/* Interned strings: contents in `arena`, by id in `soff`/`slen`,
+	 * found by content through `shash` (id + 1, 0 = free slot). */
+	char *arena;
+	size_t arena_len, arena_cap;
+	uint32_t *soff, *slen;
+	uint32_t nstrings, strings_cap;
+	uint32_t *shash;
+	uint32_t shash_cap;
+
+	/* Strings not written yet: the body of the next STRINGS chunk. */
+	struct buf pending;
+	uint32_t pending_first, pending_count;
+
+	/* The EVENTS chunk being filled (payload from HEADROOM on). */
+	struct buf ev;
+	uint32_t ev_count;
+	uint64_t ev_prev_ts;
+	struct wthread *threads;	/* this chunk's (pid, tid) -> index */
+	uint32_t nthreads, threads_cap;
+
+	uint8_t *out;			/* frame + compressed payload */
+	size_t out_cap;
+};
+
+static int buf_reserve(struct buf *b, size_t more)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->len + more <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + more)
+		cap *= 2;
+	p = realloc(b->data, cap);
+	if (!p)
+		return -ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* A write failed: the file's state is unknown from here on, so every later
+ * call fails too. Cut the partial chunk off so the file still ends on a
+ * chunk boundary (best effort: the reader copes with a partial chunk). */
+static int writer_failed(struct trace_writer *w, int err)
+{
+	if (ftruncate(w->fd, (off_t)w->off)) {
+		/* nothing better to do; the reader recovers */
+	}
+	w->err = err;
+	return err;
+}
+
+/* Frames the payload already at w->out + FRAME_SIZE and writes the chunk
+ * with one write sequence. */
+static int emit_chunk(struct trace_writer *w, uint8_t type, uint8_t encoding,
+		      uint32_t stored_len, uint32_t raw_len)
+{
+	uint8_t *f = w->out;
+	int err;
+
+	memcpy(f, chunk_sync, sizeof(chunk_sync));
+	f[4] = type;
+	f[5] = encoding;
+	put_le16(f + 6, 0);
+	put_le32(f + 8, w->seq);
+	put_le32(f + 12, stored_len);
+	put_le32(f + 16, raw_len);
+	put_le32(f + 20, crc(f + FRAME_SIZE, stored_len));
+	put_le32(f + 24, crc(f, 24));
+	err = write_all(w->fd, f, FRAME_SIZE + (size_t)stored_len);
+	if (err)
+		return writer_failed(w, err);
+	w->off += FRAME_SIZE + (uint64_t)stored_len;
+	w->seq++;
+	return 0;
+}
+
+static int out_reserve(struct trace_writer *w, size_t len)
+{
+	uint8_t *p;
+
+	if (len <= w->out_cap)
+		return 0;
+	p = realloc(w->out, len);
+	if (!p)
+		return -ENOMEM;
+	w->out = p;
+	w->out_cap = len;
+	return 0;
+}
+
+static int write_zlib_chunk(struct trace_writer *w, uint8_t type,
+			    const uint8_t *raw, size_t len)
+{
+	uLongf clen = compressBound((uLong)len);
+	int err, zret;
+
+	err = out_reserve(w, FRAME_SIZE + clen);
+	if (err)
+		return err;
+	zret = compress2(w->out + FRAME_SIZE, &clen, raw, (uLong)len,
+			 TRACE_ZLIB_LEVEL);
+	if (zret == Z_MEM_ERROR)
+		return -ENOMEM;
+	if (zret != Z_OK)
+		return -EIO;
+	return emit_chunk(w, type, ENC_ZLIB, (uint32_t)clen, (uint32_t)len);
+}
+
+/* Writes `body` (at data + HEADROOM) prefixed by up to two varints, which
+ * go right-aligned into the headroom so the payload is contiguous. */
+static int write_payload(struct trace_writer *w, uint8_t type, struct buf *b,
+			 uint64_t v0, uint64_t v1, int nv)
+{
+	uint8_t pre[HEADROOM];
+	size_t n = put_varint(pre, v0);
+
+	if (nv > 1)
+		n += put_varint(pre + n, v1);
+	memcpy(b->data + HEADROOM - n, pre, n);
+	return write_zlib_chunk(w, type, b->data + HEADROOM - n,
+				b->len - HEADROOM + n);
+}
+
+static int flush_strings(struct trace_writer *w)
+{
+	int err;
+
+	if (!w->pending_count)
+		return 0;
+	err = write_payload(w, CHUNK_STRINGS, &w->pending, w->pending_first,
+			    w->pending_count, 2);
+	if (err)
+		return err;
+	w->pending.len = HEADROOM;
+	w->pending_count = 0;
+	return 0;
+}
+
+static void threads_reset(struct trace_writer *w)
+{
+	memset(w->threads, 0, w->threads_cap * sizeof(*w->threads));
+	w->nthreads = 0;
+}
+
+static int flush_events(struct trace_writer *w)
+{
+	int err;
+
+	if (!w->ev_count)
+		return 0;
+	err = write_payload(w, CHUNK_EVENTS, &w->ev, w->ev_count, 0, 1);
+	if (err)
+		return err;
+	w->ev.len = HEADROOM;
+	w->ev_count = 0;
+	w->ev_prev_ts = 0;
+	threads_reset(w);
+	return 0;
+}
+
+int trace_writer__flush(struct trace_writer *w)
+{
+	int err;
+
+	if (w->err)
+		return w->err;
+	/* Strings first: the events may use them. */
+	err = flush_strings(w);
+	if (!err)
+		err = flush_events(w);
+	return err;
+}
+
+static uint64_t str_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The slot for (s, len) in w->shash: the string's, or the free one where it
+ * belongs. */
+static uint32_t str_slot(const struct trace_writer *w, const char *s,
+			 size_t len)
+{
+	uint32_t mask = w->shash_cap - 1;
+	uint32_t j = (uint32_t)str_hash(s, len) & mask;
+
+	for (;; j = (j + 1) & mask) {
+		uint32_t id = w->shash[j];
+
+		if (!id)
+			return j;
+		id--;
+		if (w->slen[id] == len &&
+		    !memcmp(w->arena + w->soff[id], s, len))
+			return j;
+	}
+}
+
+static int shash_grow(struct trace_writer *w)
+{
+	uint32_t *old = w->shash, old_cap = w->shash_cap, i;
+
+	w->shash_cap = old_cap ? old_cap * 2 : 256;
+	w->shash = calloc(w->shash_cap, sizeof(*w->shash));
+	if (!w->shash) {
+		w->shash = old;
+		w->shash_cap = old_cap;
+		return -ENOMEM;
+	}
+	for (i = 0; i < old_cap; i++) {
+		uint32_t id = old[i];
+
+		if (id)
+			w->shash[str_slot(w, w->arena + w->soff[id - 1],
+					  w->slen[id - 1])] = id;
+	}
+	free(old);
+	return 0;
+}
+
+static int strings_reserve(struct trace_writer *w, size_t len)
+{
+	if (w->arena_len + len > w->arena_cap) {
+		size_t cap = w->arena_cap ? w->arena_cap : 4096;
+		char *p;
+
+		while (cap < w->arena_len + len)
+			cap *= 2;
+		p = realloc(w->arena, cap);
+		if (!p)
+			return -ENOMEM;
+		w->arena = p;
+		w->arena_cap = cap;
+	}
+	if (w->nstrings == w->strings_cap) {
+		uint32_t cap = w->strings_cap ? w->strings_cap * 2 : 256;
+		uint32_t *off = realloc(w->soff, cap * sizeof(*off));
+		uint32_t *len2;
+
+		if (!off)
+			return -ENOMEM;
+		w->soff = off;
+		len2 = realloc(w->slen, cap * sizeof(*len2));
+		if (!len2)
+			return -ENOMEM;
+		w->slen = len2;
+		w->strings_cap = cap;
+	}
+	if ((w->nstrings + 1) * 2 > w->shash_cap)
+		return shash_grow(w);
+	return 0;
+}
+
+/*
+ * -E2BIG if the string is longer than STRING_MAX bytes or the file already
+ * holds STRINGS_MAX strings or STRING_BYTES_MAX bytes of them: the limits
+ * the reader enforces.
+ */
+int trace_writer__string(struct trace_writer *w, const char *s, uint32_t *id)
+{
+	size_t len = strnlen(s, STRING_MAX + 1);
+	uint32_t slot;
+	int err;
+
+	if (w->err)
+		return w->err;
+	if (len > STRING_MAX)
+		return -E2BIG;
+	if (w->shash_cap) {
+		slot = str_slot(w, s, len);
+		if (w->shash[slot]) {
+			*id = w->shash[slot] - 1;
+			return 0;
+		}
+	}
+	if (w->nstrings >= STRINGS_MAX ||
+	    w->arena_len + len > STRING_BYTES_MAX)
+		return -E2BIG;
+	err = strings_reserve(w, len);
+	if (!err)
+		err = buf_reserve(&w->pending, 5 + len);
+	if (err)
+		return err;
+	memcpy(w->arena + w->arena_len, s, len);
+	w->soff[w->nstrings] = (uint32_t)w->arena_len;
+	w->slen[w->nstrings] = (uint32_t)len;
+	w->arena_len += len;
+	w->shash[str_slot(w, s, len)] = w->nstrings + 1;
+
+	if (!w->pending_count)
+		w->pending_first = w->nstrings;
+	w->pending.len += put_varint(w->pending.data + w->pending.len, len);
+	memcpy(w->pending.data + w->pending.len, s, len);
+	w->pending.len += len;
+	w->pending_count++;
+	*id = w->nstrings++;
+
+	if (w->pending.len - HEADROOM >= CHUNK_TARGET)
+		return flush_strings(w);
+	return 0;
+}
+
+static uint32_t thread_hash(uint32_t pid, uint32_t tid)
+{
+	return (pid * 2654435761u) ^ (tid * 40503u);
+}
+
+static struct wthread *thread_slot(struct trace_writer *w, uint32_t pid,
+				   uint32_t tid)
+{
+	uint32_t mask = w->threads_cap - 1;
+	uint32_t j = thread_hash(pid, tid) & mask;
+
+	while (w->threads[j].used &&
+	       (w->threads[j].pid != pid || w->threads[j].tid != tid))
+		j = (j + 1) & mask;
+	return &w->threads[j];
+}
+
+static int threads_grow(struct trace_writer *w)
+{
+	struct wthread *old = w->threads;
+	uint32_t old_cap = w->threads_cap, i;
+
+	w->threads_cap = old_cap * 2;
+	w->threads = calloc(w->threads_cap, sizeof(*w->threads));
+	if (!w->threads) {
+		w->threads = old;
+		w->threads_cap = old_cap;
+		return -ENOMEM;
+	}
+	for (i = 0; i < old_cap; i++)
+		if (old[i].used)
+			*thread_slot(w, old[i].pid, old[i].tid) = old[i];
+	free(old);
+	return 0;
+}
+
+/* The chunk's index for (pid, tid); *is_new if the event must define it. */
+static int thread_index(struct trace_writer *w, uint32_t pid, uint32_t tid,
+			uint32_t *idx, bool *is_new)
+{
+	struct wthread *t = thread_slot(w, pid, tid);
+	int err;
+
+	*is_new = !t->used;
+	if (t->used) {
+		*idx = t->idx;
+		return 0;
+	}
+	if ((w->nthreads + 1) * 2 > w->threads_cap) {
+		err = threads_grow(w);
+		if (err)
+			return err;
+		t = thread_slot(w, pid, tid);
+	}
+	*t = (struct wthread){ .pid = pid, .tid = tid, .idx = w->nthreads,
+			       .used = true };
+	*idx = w->nthreads++;
+	return 0;
+}
+
+/* -EINVAL for a kind the format does not know or a string id never
+ * interned: the file would not say what the caller meant. */
+int trace_writer__event(struct trace_writer *w, const struct trace_event *ev)
+{
+	uint8_t tag = (uint8_t)ev->kind, *p;
+	uint32_t idx;
+	bool is_new;
+	int err;
+
+	if (w->err)
+		return w->err;
+	if (!ev->kind || ev->kind >= SP_EV__MAX)
+		return -EINVAL;
+	if (ev->name_id != TRACE_NO_STRING && ev->name_id >= w->nstrings)
+		return -EINVAL;
+	if (w->ev.len + EVENT_MAX_RAW > w->ev.cap) {
+		err = trace_writer__flush(w);
+		if (err)
+			return err;
+	}
+	err = thread_index(w, ev->pid, ev->tid, &idx, &is_new);
+	if (err)
+		return err;
+
+	if (ev->arg1)
+		tag |= TAG_ARG1;
+	if (ev->arg2)
+		tag |= TAG_ARG2;
+	p = w->ev.data + w->ev.len;
+	*p++ = tag;
+	p += put_varint(p, idx);
+	if (is_new) {
+		p += put_varint(p, ev->pid);
+		p += put_varint(p, ev->tid);
+	}
+	p += put_varint(p, zigzag(ev->ts_ns - w->ev_prev_ts));
+	p += put_varint(p, (uint32_t)(ev->name_id + 1));	/* NO_STRING: 0 */
+	if (ev->arg1)
+		p += put_varint(p, ev->arg1);
+	if (ev->arg2)
+		p += put_varint(p, ev->arg2);
+	w->ev.len = (size_t)(p - w->ev.data);
+	w->ev_prev_ts = ev->ts_ns;
+	w->ev_count++;
+	w->events++;
+
+	if (w->ev.len - HEADROOM >= CHUNK_TARGET)
+		return trace_writer__flush(w);
+	return 0;
+}
+
+uint64_t trace_writer__events(const struct trace_writer *w)
+{
+	return w->events;
+}
+
+static int write_footer(struct trace_writer *w, uint64_t lost)
+{
+	uint8_t *p;
+	int err;
+
+	err = out_reserve(w, FRAME_SIZE + FOOTER_SIZE);
+	if (err)
+		return err;
+	p = w->out + FRAME_SIZE;
+	put_le64(p, w->events);
+	put_le64(p + 8, lost);
+	put_le64(p + 16, w->seq);
+	return emit_chunk(w, CHUNK_FOOTER, ENC_STORED, FOOTER_SIZE,
+			  FOOTER_SIZE);
+}
+
+/* The header bytes for h (docs/format.md, "Header"). Command line and
+ * version longer than STRING_MAX bytes are cut there. */
+static uint8_t *build_header(const struct trace_header *h, size_t *lenp)
+{
+	const char *cmd = h->cmdline ? h->cmdline : "";
+	const char *ver = h->version ? h->version : SPTRACE_VERSION;
+	size_t clen = strnlen(cmd, STRING_MAX), vlen = strnlen(ver, STRING_MAX);
+	size_t len = HDR_FIXED + 4 * (size_t)h->npids + 4 + clen + 4 + vlen + 4;
+	uint8_t *b = malloc(len), *p;
+	uint32_t i;
+
+	if (!b)
+		return NULL;
+	memcpy(b, trace_magic, sizeof(trace_magic));
+	put_le16(b + 8, TRACE_MAJOR);
+	put_le16(b + 10, TRACE_MINOR);
+	put_le32(b + 12, (uint32_t)len);
+	put_le32(b + 16, BYTE_ORDER_MARK);
+	put_le64(b + 20, h->start_realtime_ns);
+	put_le64(b + 28, h->start_mono_ns);
+	put_le32(b + 36, h->npids);
+	p = b + HDR_FIXED;
+	for (i = 0; i < h->npids; i++, p += 4)
+		put_le32(p, h->pids[i]);
+	put_le32(p, (uint32_t)clen);
+	memcpy(p + 4, cmd, clen);
+	p += 4 + clen;
+	put_le32(p, (uint32_t)vlen);
+	memcpy(p + 4, ver, vlen);
+	p += 4 + vlen;
+	put_le32(p, crc(b, len - 4));
+	*lenp = len;
+	return b;
+}
+
+static void writer_free(struct trace_writer *w)
+{
+	free(w->arena);
+	free(w->soff);
+	free(w->slen);
+	free(w->shash);
+	free(w->pending.data);
+	free(w->ev.data);
+	free(w->threads);
+	free(w->out);
+	free(w);
+}
+
+static int writer_alloc(struct trace_writer **out)
+{
+	struct trace_writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	w->threads_cap = 64;
+	w->threads = calloc(w->threads_cap, sizeof(*w->threads));
+	if (!w->threads || buf_reserve(&w->pending, HEADROOM) ||
+	    buf_reserve(&w->ev, HEADROOM + CHUNK_TARGET + EVENT_MAX_RAW)) {
+		writer_free(w);
+		return -ENOMEM;
+	}
+	w->pending.len = HEADROOM;
+	w->ev.len = HEADROOM;
+	*out = w;
+	return 0;
+}
+
+/* O_TRUNC keeps an existing file's mode, but a trace is private: 0600 for
+ * a regular file we own (a device or someone else's file stays as it is). */
+static int make_private(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 07777) == 0600)
+		return 0;
+	return fchmod(fd, 0600) ? -errno : 0;
+}
+
+int trace_writer__open(const char *path, bool force,
+		       const struct trace_header *h, struct trace_writer **out)
+{
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+		    (force ? O_TRUNC : O_EXCL);
+	struct trace_writer *w = NULL;
+	uint8_t *hdr = NULL;
+	size_t hdr_len;
+	bool created = false;
+	int err;
+
+	*out = NULL;
+	if (h->npids > TRACE_MAX_PIDS)
+		return -EINVAL;
+	err = writer_alloc(&w);
+	if (err)
+		return err;
+	hdr = build_header(h, &hdr_len);
+	if (!hdr) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	w->fd = open(path, flags, 0600);
+	if (w->fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	created = !force;
+	if (force) {
+		err = make_private(w->fd);
+		if (err)
+			goto cleanup;
+	}
+	err = write_all(w->fd, hdr, hdr_len);
+	if (err)
+		goto cleanup;
+	w->off = hdr_len;
+	*out = w;
+	w = NULL;
+cleanup:
+	if (w && w->fd >= 0) {
+		close(w->fd);
+		if (created)
+			unlink(path);
+	}
+	if (w)
+		writer_free(w);
+	free(hdr);
+	return err;
+}
+
+int trace_writer__close(struct trace_writer *w, uint64_t lost)
+{
+	int err;
+
+	if (!w)
+		return -EINVAL;
+	err = trace_writer__flush(w);
+	if (!err)
+		err = write_footer(w, lost);
+	/* Delayed allocation reports a full disk only here. Special files
+	 * that cannot sync say EINVAL or EROFS. */
+	if (!err && fsync(w->fd) && errno != EINVAL && errno != EROFS)
+		err = -errno;
+	if (close(w->fd) && !err)
+		err = -errno;
+	writer_free(w);
+	return err;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+struct rthread {
+	uint32_t pid, tid;
+};
+
+struct trace_reader {
+	char *path;
+	int fd;
+	uint64_t size;			/* at open: a growing file is read to there */
+	uint64_t off;			/* where the next frame should start */
+	bool done;
+	uint32_t next_seq;		/* seq the next chunk should have */
+	struct trace_header hdr;
+
+	char **strs;			/* by id; NULL where a chunk was lost */
+	uint32_t nstrs, strs_cap;
+	uint64_t str_bytes;
+
+	uint8_t *stored;		/* the current chunk's payload */
+	size_t stored_cap;
+	uint8_t *raw;			/* ... inflated */
+	size_t raw_cap;
+	uint8_t *scan;			/* resync window */
+
+	/* The EVENTS chunk being returned. */
+	const uint8_t *p, *end, *payload;
+	uint64_t ev_left, ev_index;
+	uint64_t prev_ts;
+	struct rthread *threads;
+	uint32_t nthreads, threads_cap;
+	uint32_t chunk_seq;
+	uint64_t chunk_off;
+	uint64_t chunk_bad_names;
+
+	struct trace_stats st;
+	char *warn[MAX_WARNINGS + 2];	/* + "N more" line + NULL */
+	unsigned int nwarn;
+	uint64_t suppressed;
+	char more[PATH_MAX + 64];
+};
+
+static void reader_warn(struct trace_reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void reader_warn(struct trace_reader *r, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	/* A hostile file can cause a warning per chunk: keep the first. */
+	if (r->nwarn == MAX_WARNINGS) {
+		r->suppressed++;
+		snprintf(r->more, sizeof(r->more),
+			 "%s: %" PRIu64 " more warnings not shown", r->path,
+			 r->suppressed);
+		r->warn[MAX_WARNINGS] = r->more;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (asprintf(&r->warn[r->nwarn], "%s: %s", r->path, msg) < 0) {
+		r->warn[r->nwarn] = NULL;
+		return;
+	}
+	r->nwarn++;
+}
+
+/* Reads len bytes at off: len, fewer if the file got shorter, or -errno. */
+static ssize_t read_at(const struct trace_reader *r, void *buf, size_t len,
+		       uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(r->fd, (uint8_t *)buf + got, len - got,
+				  (off_t)(off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+static int grow_bytes(uint8_t **p, size_t *cap, size_t len)
+{
+	uint8_t *n;
+
+	if (len <= *cap)
+		return 0;
+	n = realloc(*p, len);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = len;
+	return 0;
+}
+
+/* A bounds-checked view of a payload: a read past the end sets `bad`. */
+struct cursor {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t get_varint(struct cursor *c)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 10 && c->p < c->end; i++) {
+		uint8_t b = *c->p++;
+
+		/* The tenth byte holds bit 63 only. */
+		if (i == 9 && b > 1)
+			break;
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80))
+			return v;
+	}
+	c->bad = true;
+	return 0;
+}
+
+static uint32_t get_varint32(struct cursor *c)
+{
+	uint64_t v = get_varint(c);
+
+	if (v > UINT32_MAX) {
+		c->bad = true;
+		return 0;
+	}
+	return (uint32_t)v;
+}
+
+/* Sync marker, frame CRC and lengths within the limits: the frame can be
+ * trusted to say where the next one starts. */
+static bool frame_decode(const uint8_t *b, struct frame *f)
+{
+	if (memcmp(b, chunk_sync, sizeof(chunk_sync)) ||
+	    crc(b, 24) != get_le32(b + 24))
+		return false;
+	f->type = b[4];
+	f->encoding = b[5];
+	f->seq = get_le32(b + 8);
+	f->stored_len = get_le32(b + 12);
+	f->raw_len = get_le32(b + 16);
+	f->payload_crc = get_le32(b + 20);
+	if (f->stored_len > CHUNK_MAX || f->raw_len > CHUNK_MAX)
+		return false;
+	if (f->encoding == ENC_STORED && f->raw_len != f->stored_len)
+		return false;
+	if (f->encoding == ENC_ZLIB &&
+	    f->raw_len > (uint64_t)f->stored_len * ZLIB_MAX_RATIO)
+		return false;
+	return true;
+}
+
+/* Offset of the first trustworthy frame at or after `from`, in *found:
+ * 1, 0 if there is none, or -errno. */
+static int find_frame(struct trace_reader *r, uint64_t from, uint64_t *found)
+{
+	const size_t window = 65536 + FRAME_SIZE - 1;
+	uint64_t pos = from;
+	struct frame f;
+
+	if (!r->scan && !(r->scan = malloc(window)))
+		return -ENOMEM;
+	while (pos < r->size && r->size - pos >= FRAME_SIZE) {
+		size_t want = r->size - pos < window ? r->size - pos : window;
+		ssize_t got = read_at(r, r->scan, want, pos);
+		size_t i, last;
+
+		if (got < 0)
+			return (int)got;
+		if ((size_t)got < FRAME_SIZE)
+			return 0;
+		last = (size_t)got - FRAME_SIZE;	/* last start that fits */
+		for (i = 0; i <= last; i++) {
+			uint8_t *s = memchr(r->scan + i, chunk_sync[0],
+					    last - i + 1);
+
+			if (!s)
+				break;
+			i = (size_t)(s - r->scan);
+			if (frame_decode(s, &f)) {
+				*found = pos + i;
+				return 1;
+			}
+		}
+		pos += last + 1;
+	}
+	return 0;
+}
+
+static void reader_end(struct trace_reader *r)
+{
+	r->done = true;
+	if (!r->st.footer)
+		reader_warn(r, "offset %" PRIu64
+			    ": no footer: the recording was cut short",
+			    r->off);
+}
+
+/* The frame at r->off is not trustworthy: skip to the next one that is. */
+static int resync(struct trace_reader *r)
+{
+	uint64_t from = r->off, next = 0;
+	int ret = find_frame(r, from + 1, &next);
+
+	if (ret < 0)
+		return ret;
+	r->st.bad_chunks++;
+	if (!ret) {
+		reader_warn(r, "offset %" PRIu64
+			    ": damaged chunk header and no chunk after it, %"
+			    PRIu64 " bytes skipped", from, r->size - from);
+		r->st.bytes_skipped += r->size - from;
+		r->off = r->size;
+		return 0;
+	}
+	reader_warn(r, "offset %" PRIu64 ": damaged chunk header, %" PRIu64
+		    " bytes skipped to the next chunk at offset %" PRIu64,
+		    from, next - from, next);
+	r->st.bytes_skipped += next - from;
+	r->off = next;
+	return 0;
+}
+
+/* The payload of chunk f, inflated if needed, in *raw: 0, or -EBADMSG
+ * (warned) if zlib disagrees with the frame, or -errno. */
+static int chunk_payload(struct trace_reader *r, const struct frame *f,
+			 const uint8_t **raw)
+{
+	uLongf dlen = f->raw_len;
+	uLong slen = f->stored_len;
+	int zret, err;
+
+	if (f->encoding == ENC_STORED) {
+		*raw = r->stored;
+		return 0;
+	}
+	err = grow_bytes(&r->raw, &r->raw_cap, f->raw_len ? f->raw_len : 1);
+	if (err)
+		return err;
+	zret = uncompress2(r->raw, &dlen, r->stored, &slen);
+	if (zret == Z_MEM_ERROR)
+		return -ENOMEM;
+	if (zret != Z_OK || dlen != f->raw_len || slen != f->stored_len) {
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": zlib: %s, skipped", f->seq, r->off,
+			    zret != Z_OK ? zError(zret) :
+			    "size differs from the chunk header");
+		return -EBADMSG;
+	}
+	*raw = r->raw;
+	return 0;
+}
+
+static int strings_reserve_ids(struct trace_reader *r, uint32_t n)
+{
+	uint32_t cap = r->strs_cap ? r->strs_cap : 256;
+	char **p;
+
+	if (n <= r->strs_cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	p = realloc(r->strs, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p + r->strs_cap, 0, (cap - r->strs_cap) * sizeof(*p));
+	r->strs = p;
+	r->strs_cap = cap;
+	return 0;
+}
+
+/* A STRINGS payload: first id, count, then each string's length and
+ * bytes. Strings before a malformed one are kept. 0, -EBADMSG (with *why)
+ * or -ENOMEM. */
+static int decode_strings(struct trace_reader *r, const uint8_t *raw,
+			  uint32_t len, const char **why)
+{
+	struct cursor c = { raw, raw + len, false };
+	uint32_t first = get_varint32(&c), count = get_varint32(&c), i;
+	int err;
+
+	if (c.bad) {
+		*why = "bad header";
+		return -EBADMSG;
+	}
+	if (first < r->nstrs) {
+		*why = "ids already defined";
+		return -EBADMSG;
+	}
+	/* Each string takes a byte at least. */
+	if (first > STRINGS_MAX || count > STRINGS_MAX - first ||
+	    count > (size_t)(c.end - c.p)) {
+		*why = "too many strings";
+		return -EBADMSG;
+	}
+	err = strings_reserve_ids(r, first + count);
+	if (err)
+		return err;
+	for (i = 0; i < count; i++) {
+		uint32_t slen = get_varint32(&c);
+		char *s;
+
+		if (c.bad || slen > STRING_MAX || slen > c.end - c.p) {
+			*why = "bad string length";
+			return -EBADMSG;
+		}
+		if (memchr(c.p, 0, slen)) {
+			*why = "NUL in a string";
+			return -EBADMSG;
+		}
+		if (r->str_bytes + slen > STRING_BYTES_MAX) {
+			*why = "string table too large";
+			return -EBADMSG;
+		}
+		s = malloc((size_t)slen + 1);
+		if (!s)
+			return -ENOMEM;
+		memcpy(s, c.p, slen);
+		s[slen] = 0;
+		c.p += slen;
+		r->strs[first + i] = s;
+		r->nstrs = first + i + 1;
+		r->str_bytes += slen;
+	}
+	if (c.p != c.end) {
+		*why = "bytes after the last string";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int load_strings(struct trace_reader *r, const struct frame *f,
+			const uint8_t *raw)
+{
+	const char *why = NULL;
+	int err = decode_strings(r, raw, f->raw_len, &why);
+
+	if (err == -EBADMSG) {
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": malformed strings (%s), rest skipped", f->seq,
+			    r->off, why);
+		r->st.bad_chunks++;
+		return 0;
+	}
+	if (!err)
+		r->st.chunks++;
+	return err;
+}
+
+static void load_footer(struct trace_reader *r, const struct frame *f,
+			const uint8_t *raw)
+{
+	uint64_t end = r->off + FRAME_SIZE + f->stored_len;
+
+	if (f->raw_len < FOOTER_SIZE) {
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": footer of %" PRIu32 " bytes, expected %d",
+			    f->seq, r->off, f->raw_len, FOOTER_SIZE);
+		r->st.bad_chunks++;
+		return;
+	}
+	r->st.footer = true;
+	r->st.footer_events = get_le64(raw);
+	r->st.footer_lost = get_le64(raw + 8);
+	r->st.footer_chunks = get_le64(raw + 16);
+	r->done = true;
+	if (end < r->size)
+		reader_warn(r, "offset %" PRIu64 ": %" PRIu64
+			    " bytes after the footer ignored", end,
+			    r->size - end);
+}
+
+static void start_events(struct trace_reader *r, const struct frame *f,
+			 const uint8_t *raw)
+{
+	struct cursor c = { raw, raw + f->raw_len, false };
+	uint64_t n = get_varint(&c);
+
+	r->chunk_seq = f->seq;
+	r->chunk_off = r->off;
+	r->chunk_bad_names = 0;
+	if (c.bad || n > (uint64_t)(c.end - c.p) / EVENT_MIN_RAW) {
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": malformed events (bad count), skipped",
+			    f->seq, r->off);
+		r->st.bad_chunks++;
+		return;
+	}
+	r->payload = raw;
+	r->p = c.p;
+	r->end = c.end;
+	r->ev_left = n;
+	r->ev_index = 0;
+	r->prev_ts = 0;
+	r->nthreads = 0;
+	if (!n)
+		r->st.chunks++;
+}
+
+/* Reads the next chunk, which leaves either events to return, strings
+ * added, the footer read, damage skipped, or the end reached. */
+static int read_chunk(struct trace_reader *r)
+{
+	uint64_t left = r->size - r->off;
+	uint8_t fb[FRAME_SIZE];
+	const uint8_t *raw;
+	struct frame f;
+	ssize_t got;
+	int err;
+
+	if (r->off >= r->size) {
+		reader_end(r);
+		return 0;
+	}
+	got = read_at(r, fb, left < FRAME_SIZE ? left : FRAME_SIZE, r->off);
+	if (got < 0)
+		return (int)got;
+	if ((size_t)got < FRAME_SIZE) {
+		r->st.truncated = true;
+		r->st.bytes_skipped += left;
+		reader_warn(r, "offset %" PRIu64 ": file ends %" PRIu64
+			    " bytes into a chunk header: the last chunk is lost",
+			    r->off, left);
+		r->off = r->size;
+		reader_end(r);
+		return 0;
+	}
+	if (!frame_decode(fb, &f))
+		return resync(r);
+	if (f.seq != r->next_seq)
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": expected chunk %" PRIu32 " (chunks missing)",
+			    f.seq, r->off, r->next_seq);
+	r->next_seq = f.seq + 1;
+	if (FRAME_SIZE + (uint64_t)f.stored_len > left) {
+		r->st.truncated = true;
+		r->st.bytes_skipped += left;
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": file ends %" PRIu64 " of %" PRIu64
+			    " bytes into it: the last chunk is lost", f.seq,
+			    r->off, left, FRAME_SIZE + (uint64_t)f.stored_len);
+		r->off = r->size;
+		reader_end(r);
+		return 0;
+	}
+	err = grow_bytes(&r->stored, &r->stored_cap,
+			 f.stored_len ? f.stored_len : 1);
+	if (err)
+		return err;
+	got = read_at(r, r->stored, f.stored_len, r->off + FRAME_SIZE);
+	if (got < 0)
+		return (int)got;
+	if ((size_t)got < f.stored_len || crc(r->stored, f.stored_len) !=
+	    f.payload_crc) {
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": CRC mismatch, skipped", f.seq, r->off);
+		err = 0;
+		goto skip;
+	}
+	if (f.type != CHUNK_STRINGS && f.type != CHUNK_EVENTS &&
+	    f.type != CHUNK_FOOTER) {
+		/* From a newer minor version: not ours to read. */
+		r->st.chunks++;
+		goto next;
+	}
+	if (f.encoding != ENC_STORED && f.encoding != ENC_ZLIB) {
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": unknown encoding %u, skipped", f.seq, r->off,
+			    f.encoding);
+		err = 0;
+		goto skip;
+	}
+	err = chunk_payload(r, &f, &raw);
+	if (err == -EBADMSG) {
+		err = 0;
+		goto skip;
+	}
+	if (err)
+		return err;
+	if (f.type == CHUNK_FOOTER) {
+		load_footer(r, &f, raw);
+	} else if (f.type == CHUNK_STRINGS) {
+		err = load_strings(r, &f, raw);
+		if (err)
+			return err;
+	} else {
+		start_events(r, &f, raw);
+	}
+	goto next;
+skip:
+	r->st.bad_chunks++;
+	r->st.bytes_skipped += FRAME_SIZE + (uint64_t)f.stored_len;
+next:
+	r->off += FRAME_SIZE + (uint64_t)f.stored_len;
+	return err;
+}
+
+static void end_events(struct trace_reader *r, bool ok)
+{
+	if (r->chunk_bad_names)
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": %" PRIu64 " events name a string the file does not hold",
+			    r->chunk_seq, r->chunk_off, r->chunk_bad_names);
+	r->chunk_bad_names = 0;
+	r->ev_left = 0;
+	if (ok)
+		r->st.chunks++;
+	else
+		r->st.bad_chunks++;
+}
+
+static int malformed(struct trace_reader *r, const char *why)
+{
+	reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+		    ": malformed event %" PRIu64 " at payload byte %zu (%s), rest of the chunk skipped",
+		    r->chunk_seq, r->chunk_off, r->ev_index,
+		    (size_t)(r->p - r->payload), why);
+	end_events(r, false);
+	return 0;
+}
+
+static int add_thread(struct trace_reader *r, uint32_t pid, uint32_t tid)
+{
+	if (r->nthreads == r->threads_cap) {
+		uint32_t cap = r->threads_cap ? r->threads_cap * 2 : 16;
+		struct rthread *t = realloc(r->threads, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		r->threads = t;
+		r->threads_cap = cap;
+	}
+	r->threads[r->nthreads++] = (struct rthread){ pid, tid };
+	return 0;
+}
+
+/* One event of the current chunk: 1, 0 if it was malformed (the rest of
+ * the chunk is dropped), or -ENOMEM. */
+static int decode_event(struct trace_reader *r, struct trace_event *ev)
+{
+	struct cursor c = { r->p, r->end, false };
+	uint32_t idx, name;
+	uint8_t tag;
+	int err;
+
+	if (c.p == c.end)
+		return malformed(r, "payload ends early");
+	tag = *c.p++;
+	if (!(tag & TAG_KIND) || (tag & TAG_RESERVED))
+		return malformed(r, "bad tag");
+	idx = get_varint32(&c);
+	if (!c.bad && idx == r->nthreads) {
+		uint32_t pid = get_varint32(&c), tid = get_varint32(&c);
+
+		if (c.bad)
+			return malformed(r, "bad thread");
+		if (r->nthreads == CHUNK_THREADS_MAX)
+			return malformed(r, "too many threads");
+		err = add_thread(r, pid, tid);
+		if (err)
+			return err;
+	} else if (c.bad || idx > r->nthreads) {
+		return malformed(r, "bad thread index");
+	}
+	ev->ts_ns = r->prev_ts + unzigzag(get_varint(&c));
+	name = get_varint32(&c);
+	ev->arg1 = tag & TAG_ARG1 ? get_varint(&c) : 0;
+	ev->arg2 = tag & TAG_ARG2 ? get_varint(&c) : 0;
+	if (c.bad)
+		return malformed(r, "malformed field");
+	ev->kind = tag & TAG_KIND;
+	ev->pid = r->threads[idx].pid;
+	ev->tid = r->threads[idx].tid;
+	ev->name_id = name - 1;		/* 0 is TRACE_NO_STRING */
+	if (ev->name_id != TRACE_NO_STRING &&
+	    (ev->name_id >= r->nstrs || !r->strs[ev->name_id])) {
+		ev->name_id = TRACE_NO_STRING;
+		r->chunk_bad_names++;
+		r->st.bad_names++;
+	}
+	r->prev_ts = ev->ts_ns;
+	r->p = c.p;
+	r->ev_index++;
+	r->st.events++;
+	if (--r->ev_left)
+		return 1;
+	if (r->p != r->end)
+		reader_warn(r, "chunk %" PRIu32 " at offset %" PRIu64
+			    ": %zu bytes after the last event ignored",
+			    r->chunk_seq, r->chunk_off,
+			    (size_t)(r->end - r->p));
+	end_events(r, true);
+	return 1;
+}
+
+int trace_reader__next(struct trace_reader *r, struct trace_event *ev)
+{
+	int ret;
+
+	for (;;) {
+		if (r->ev_left) {
+			ret = decode_event(r, ev);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (r->done)
+			return 0;
+		ret = read_chunk(r);
+		if (ret < 0)
+			return ret;
+	}
+}
+
+static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+static char *dup_bytes(const uint8_t *p, uint32_t len)
+{
+	char *s = malloc((size_t)len + 1);
+
+	if (s) {
+		memcpy(s, p, len);
+		s[len] = 0;
+	}
+	return s;
+}
+
+/* The variable part of a header whose CRC matched: pids, command line,
+ * version. Fields a newer minor version appends are after them. */
+static int parse_header_fields(struct trace_reader *r, const uint8_t *b,
+			       uint32_t hsize, char *err, size_t errlen)
+{
+	const uint8_t *p = b + HDR_FIXED, *end = b + hsize - 4;
+	struct trace_header *h = &r->hdr;
+	uint32_t i, len;
+
+	h->npids = get_le32(b + 36);
+	if (h->npids > TRACE_MAX_PIDS || h->npids > (end - p) / 4)
+		return fail(err, errlen, -EINVAL,
+			    "%s: header: %" PRIu32 " pids: expected at most %d in %" PRIu32 " header bytes",
+			    r->path, h->npids, TRACE_MAX_PIDS, hsize);
+	for (i = 0; i < h->npids; i++, p += 4)
+		h->pids[i] = get_le32(p);
+	for (i = 0; i < 2; i++) {
+		char **dst = i ? &h->version : &h->cmdline;
+
+		if (end - p < 4 || (len = get_le32(p)) > STRING_MAX ||
+		    len > end - p - 4)
+			return fail(err, errlen, -EINVAL,
+				    "%s: header: %s length beyond the header (%" PRIu32 " bytes)",
+				    r->path, i ? "version" : "command line",
+				    hsize);
+		*dst = dup_bytes(p + 4, len);
+		if (!*dst)
+			return -ENOMEM;
+		p += 4 + len;
+	}
+	return 0;
+}
+
+static int read_header(struct trace_reader *r, char *err, size_t errlen)
+{
+	uint8_t fixed[HDR_FIXED], *b = NULL;
+	uint32_t hsize, mark, want, found;
+	size_t n = r->size < HDR_FIXED ? (size_t)r->size : HDR_FIXED;
+	ssize_t got;
+	char hex[3 * sizeof(trace_magic) + 1] = "";
+	size_t i, hlen = 0;
+	int ret;
+
+	if (!r->size)
+		return fail(err, errlen, -EINVAL,
+			    "%s: empty file: not an sptrace trace", r->path);
+	got = read_at(r, fixed, n, 0);
+	if (got < 0)
+		return fail(err, errlen, (int)got, "%s: %s", r->path,
+			    strerror((int)-got));
+	n = (size_t)got;
+	if (memcmp(fixed, trace_magic, n < 8 ? n : 8)) {
+		for (i = 0; i < sizeof(trace_magic) && i < n; i++)
+			hlen += (size_t)sprintf(hex + hlen, "%s%02x",
+						i ? " " : "", fixed[i]);
+		return fail(err, errlen, -EINVAL,
+			    "%s: not an sptrace trace: expected magic 89 53 50 54 0d 0a 1a 0a, found %s",
+			    r->path, hex);
+	}
+	if (n >= 12 && get_le16(fixed + 8) > TRACE_MAJOR)
+		return fail(err, errlen, -EPROTONOSUPPORT,
+			    "%s: format version %u.%u is newer than this sptrace reads (%d.x); upgrade sptrace",
+			    r->path, get_le16(fixed + 8),
+			    get_le16(fixed + 10), TRACE_MAJOR);
+	if (n >= 12 && get_le16(fixed + 8) < TRACE_MAJOR)
+		return fail(err, errlen, -EINVAL,
+			    "%s: format version %u.%u: expected %d.x",
+			    r->path, get_le16(fixed + 8),
+			    get_le16(fixed + 10), TRACE_MAJOR);
+	if (n < HDR_FIXED)
+		return fail(err, errlen, -EINVAL,
+			    "%s: short header: expected at least %d bytes, found %zu",
+			    r->path, HDR_MIN, n);
+	hsize = get_le32(fixed + 12);
+	if (hsize < HDR_MIN || hsize > HDR_MAX)
+		return fail(err, errlen, -EINVAL,
+			    "%s: bad header size: expected %d to %u bytes, found %" PRIu32,
+			    r->path, HDR_MIN, HDR_MAX, hsize);
+	if (hsize > r->size)
+		return fail(err, errlen, -EINVAL,
+			    "%s: short header: expected %" PRIu32 " bytes, found %" PRIu64,
+			    r->path, hsize, r->size);
+	mark = get_le32(fixed + 16);
+	if (mark != BYTE_ORDER_MARK)
+		return fail(err, errlen, -EINVAL,
+			    "%s: bad byte-order mark: expected 0x%08x, found 0x%08" PRIx32,
+			    r->path, BYTE_ORDER_MARK, mark);
+	b = malloc(hsize);
+	if (!b)
+		return -ENOMEM;
+	got = read_at(r, b, hsize, 0);
+	if (got != (ssize_t)hsize) {
+		ret = fail(err, errlen, got < 0 ? (int)got : -EINVAL,
+			   "%s: cannot read the header: %s", r->path,
+			   got < 0 ? strerror((int)-got) : "file got shorter");
+		goto cleanup;
+	}
+	want = get_le32(b + hsize - 4);
+	found = crc(b, hsize - 4);
+	if (want != found) {
+		ret = fail(err, errlen, -EINVAL,
+			   "%s: damaged header: CRC expected %08" PRIx32 ", found %08" PRIx32,
+			   r->path, want, found);
+		goto cleanup;
+	}
+	ret = parse_header_fields(r, b, hsize, err, errlen);
+	if (ret)
+		goto cleanup;
+	r->hdr.major = get_le16(b + 8);
+	r->hdr.minor = get_le16(b + 10);
+	r->hdr.start_realtime_ns = get_le64(b + 20);
+	r->hdr.start_mono_ns = get_le64(b + 28);
+	if (r->size == hsize) {
+		ret = fail(err, errlen, -EINVAL,
+			   "%s: header only (%" PRIu32 " bytes), no chunks: the recording was cut short before its first flush",
+			   r->path, hsize);
+		goto cleanup;
+	}
+	r->off = hsize;
+cleanup:
+	free(b);
+	return ret;
+}
+
+int trace_reader__open(const char *path, struct trace_reader **out,
+		       char *err, size_t errlen)
+{
+	struct trace_reader *r;
+	struct stat st;
+	int ret;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = 0;
+	r = calloc(1, sizeof(*r));
+	if (!r || !(r->path = strdup(path))) {
+		free(r);
+		return fail(err, errlen, -ENOMEM, "%s: %s", path,
+			    strerror(ENOMEM));
+	}
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0 || fstat(r->fd, &st)) {
+		ret = fail(err, errlen, -errno, "%s: %s", path,
+			   strerror(errno));
+		goto cleanup;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ret = fail(err, errlen, -EISDIR, "%s: %s", path,
+			   strerror(EISDIR));
+		goto cleanup;
+	}
+	r->size = (uint64_t)st.st_size;
+	ret = read_header(r, err, errlen);
+	if (ret == -ENOMEM)
+		fail(err, errlen, ret, "%s: %s", path, strerror(ENOMEM));
+	if (ret)
+		goto cleanup;
+	*out = r;
+	return 0;
+cleanup:
+	trace_reader__close(r);
+	return ret;
+}
+
+const struct trace_header *trace_reader__header(const struct trace_reader *r)
+{
+	return &r->hdr;
+}
+
+const char *trace_reader__string(const struct trace_reader *r, uint32_t id)
+{
+	return id < r->nstrs ? r->strs[id] : NULL;
+}
+
+void trace_reader__stats(const struct trace_reader *r, struct trace_stats *st)
+{
+	*st = r->st;
+}
+
+const char *const *trace_reader__warnings(const struct trace_reader *r)
+{
+	return (const char *const *)r->warn;
+}
+
+void trace_reader__close(struct trace_reader *r)
+{
+	uint32_t i;
+
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	for (i = 0; i < r->nstrs; i++)
+		free(r->strs[i]);
+	for (i = 0; i < r->nwarn; i++)
+		free(r->warn[i]);
+	free(r->strs);
+	free(r->stored);
+	free(r->raw);
+	free(r->scan);
+	free(r->threads);
+	free(r->hdr.cmdline);
+	free(r->hdr.version);
+	free(r->path);
+	free(r);
+}
