@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,9 +82,17 @@ static int load(const char *path, struct summary *s)
 	} else {
 		err = trace_summary__read(path, s);
 	}
-	if (!err)
-		summary__finish(s);
-	return err;
+	if (err)
+		return err;
+	summary__finish(s);
+	/* The counters' own warnings need a summary writer; one line per
+	 * run says that its figures are affected and where to look. */
+	if (summary__unbalanced(s) || summary__map_full(s) || s->lost)
+		sp_warn("%s: %" PRIu64 " unbalanced, %" PRIu64 " map-full, %"
+			PRIu64 " lost events: its figures undercount (its own "
+			"report lists them)", path, summary__unbalanced(s),
+			summary__map_full(s), s->lost);
+	return 0;
 }
 
 static int write_diff(const char *path, bool force, bool json,

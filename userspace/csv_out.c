@@ -11,39 +11,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include "escape.h"
 #include "report.h"
 
 static const char csv_header[] =
 	"name,count,self_ns,total_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,"
 	"cache_hits,incr_loads,incr_load_ns,blocked_count,blocked_ns\n";
-
-static void csv_str(FILE *out, const char *str)
-{
-	bool quote = strpbrk(str, ",\"\r\n") != NULL;
-	const char *p = str;
-	uint32_t cp;
-	int n;
-
-	if (quote)
-		fputc('"', out);
-	while (*p) {
-		if (*p == '"') {
-			fputs("\"\"", out);
-			p++;
-			continue;
-		}
-		n = report__utf8_next(p, &cp);
-		if (!n) {
-			fputs("\xef\xbf\xbd", out);
-			p++;
-			continue;
-		}
-		fwrite(p, 1, n, out);
-		p += n;
-	}
-	if (quote)
-		fputc('"', out);
-}
 
 /* uint64_t, not __u64: that is unsigned long long on some ABIs, and PRIu64
  * matches only uint64_t. */
@@ -56,7 +29,7 @@ static void csv_query(FILE *out, const struct sp_query_row *r)
 {
 	const struct sp_query_stats *st = &r->st;
 
-	csv_str(out, r->name);
+	escape__csv(out, r->name);
 	csv_u64(out, st->count);
 	csv_u64(out, st->self_ns);
 	csv_u64(out, st->total_ns);

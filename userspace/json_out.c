@@ -11,66 +11,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include "escape.h"
 #include "report.h"
-
-/*
- * Quotes, backslashes and control bytes are escaped; valid UTF-8 passes
- * through except U+2028/U+2029, escaped because JavaScript string literals
- * cannot hold them raw. Each byte of an invalid sequence becomes U+FFFD: the
- * name stays readable and the document stays valid.
- */
-static void json_str(FILE *out, const char *str)
-{
-	const char *p = str;
-	uint32_t cp;
-	int n;
-
-	fputc('"', out);
-	while (*p) {
-		unsigned char c = *p;
-
-		n = report__utf8_next(p, &cp);
-		if (!n) {
-			fputs("\\ufffd", out);
-			p++;
-			continue;
-		}
-		p += n;
-		switch (cp) {
-		case '"':
-			fputs("\\\"", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\r':
-			fputs("\\r", out);
-			break;
-		case '\t':
-			fputs("\\t", out);
-			break;
-		case '\b':
-			fputs("\\b", out);
-			break;
-		case '\f':
-			fputs("\\f", out);
-			break;
-		default:
-			if (cp < 0x20 || cp == 0x7f || cp == 0x2028 ||
-			    cp == 0x2029)
-				fprintf(out, "\\u%04x", (unsigned int)cp);
-			else if (n == 1)
-				fputc(c, out);
-			else
-				fwrite(p - n, 1, n, out);
-			break;
-		}
-	}
-	fputc('"', out);
-}
 
 static void json_u64(FILE *out, const char *key, uint64_t v, bool comma)
 {
@@ -99,7 +41,7 @@ static void json_query(FILE *out, const struct sp_query_row *r)
 	const struct sp_query_stats *st = &r->st;
 
 	fputs("{\"name\":", out);
-	json_str(out, r->name);
+	escape__json(out, r->name);
 	json_u64(out, "count", st->count, true);
 	json_u64(out, "self_ns", st->self_ns, true);
 	json_u64(out, "total_ns", st->total_ns, true);

@@ -638,23 +638,22 @@ static const char *const query_keys[Q__N] = {
 #define QUERY_REQUIRED ((1u << Q__N) - 1 - (1u << Q_P50) - (1u << Q_P90) - \
 			(1u << Q_P99))
 
-static uint64_t *query_field(struct sp_query_stats *st, enum qkey k)
+static __u64 *query_field(struct sp_query_stats *st, enum qkey k)
 {
 	switch (k) {
-	case Q_COUNT: return (uint64_t *)&st->count;
-	case Q_SELF: return (uint64_t *)&st->self_ns;
-	case Q_TOTAL: return (uint64_t *)&st->total_ns;
-	case Q_MIN: return (uint64_t *)&st->min_ns;
-	case Q_MAX: return (uint64_t *)&st->max_ns;
-	case Q_CACHE: return (uint64_t *)&st->cache_hits;
-	case Q_INCR_LOADS: return (uint64_t *)&st->incr_loads;
-	case Q_INCR_NS: return (uint64_t *)&st->incr_load_ns;
-	case Q_BLOCKED_COUNT: return (uint64_t *)&st->blocked_count;
-	case Q_BLOCKED_NS: return (uint64_t *)&st->blocked_ns;
+	case Q_COUNT: return &st->count;
+	case Q_SELF: return &st->self_ns;
+	case Q_TOTAL: return &st->total_ns;
+	case Q_MIN: return &st->min_ns;
+	case Q_MAX: return &st->max_ns;
+	case Q_CACHE: return &st->cache_hits;
+	case Q_INCR_LOADS: return &st->incr_loads;
+	case Q_INCR_NS: return &st->incr_load_ns;
+	case Q_BLOCKED_COUNT: return &st->blocked_count;
+	case Q_BLOCKED_NS: return &st->blocked_ns;
 	default: return NULL;
 	}
 }
-_Static_assert(sizeof(__u64) == sizeof(uint64_t), "stats fields are 64-bit");
 
 static int jp_query(struct jp *jp, struct summary *s)
 {
@@ -662,7 +661,8 @@ static int jp_query(struct jp *jp, struct summary *s)
 	uint32_t seen = 0;
 	bool first = true;
 	char *name = NULL;
-	uint64_t v, *field;
+	__u64 *field;
+	uint64_t v;
 	size_t i;
 	int k, err;
 

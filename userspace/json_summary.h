@@ -18,9 +18,10 @@
 /*
  * Reads the JSON summary at path and adds it to s, as every source does
  * (rows, histogram bins, duration, error counters, lost events). s is not
- * finished. On error s is unchanged and err holds one line naming the file
- * and, for bad content, the line and column: "run.json: line 3, column 17:
- * expected ',' or '}' (...)". Returns 0 or -errno: -EINVAL for content that
+ * finished. On error s is unchanged (but for -ENOMEM while adding to a
+ * non-empty s) and err holds one line naming the file and, for bad
+ * content, the line and column: "run.json: line 3, column 17: expected ','
+ * or '}' (not valid JSON)". Returns 0 or -errno: -EINVAL for content that
  * is not a JSON summary, -EFBIG above JSON_SUMMARY_MAX_FILE, -ENOMEM, or
  * the open()/read() error.
  */

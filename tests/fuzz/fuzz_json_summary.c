@@ -4,13 +4,15 @@
  * no leak": whatever the parser accepts must survive a round trip, i.e.
  * json__write() of it parses again and writes the very same bytes.
  *
- * Build and run (see tests/fuzz/README-style notes in the meson wiring):
+ * Build and run from the top of the tree (seeds in corpus_json/, new finds
+ * go to the first directory):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 \
  *     -D_GNU_SOURCE -Iinclude -Iuserspace tests/fuzz/fuzz_json_summary.c \
  *     userspace/json_summary.c userspace/summary.c userspace/table.c \
  *     userspace/text_table.c userspace/json_out.c userspace/csv_out.c \
  *     -o fuzz_json_summary
- *   ./fuzz_json_summary -max_len=65536 -timeout=5 tests/fuzz/corpus_json
+ *   mkdir -p /tmp/jcorpus && ./fuzz_json_summary -max_len=65536 \
+ *     -timeout=5 -dict=tests/fuzz/json.dict /tmp/jcorpus tests/fuzz/corpus_json
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -314,6 +314,18 @@ static int read_all(const char *path, struct readback *rb)
 	return 0;
 }
 
+/* read_all that must succeed: a failure to open is a test failure. */
+static bool read_ok(const char *path, struct readback *rb, int line)
+{
+	if (!read_all(path, rb))
+		return true;
+	printf("FAIL line %d: %s\n", line, rb->msg);
+	check_failed++;
+	return false;
+}
+
+#define READ_OK(path, rb) read_ok(path, rb, __LINE__)
+
 static void rb_free(struct readback *rb)
 {
 	trace_reader__close(rb->r);
@@ -527,6 +539,8 @@ static void test_round_trip(void)
 		e->arg2 = (r >> 42) % 3 == 0 ? xorshift(&rng) >> (r % 64) : 0;
 		if (i == 999)
 			e->arg1 = e->arg2 = UINT64_MAX;
+		if (i == 1000)
+			e->arg1 = e->arg2 = 1;
 		err = trace_writer__event(w, e);
 		if (err) {
 			CHECK_U64(err, 0);
@@ -832,7 +846,7 @@ static void test_size_realistic(void)
 	       bpe, mev);
 	CHECK(bpe <= 16.0);
 	CHECK(bpe > 0.5);	/* the measure measures something */
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.n, 500004);
 		CHECK(rb.st.chunks > 5);
 		CHECK_U64(rb.nwarn, 0);
@@ -872,6 +886,8 @@ static void test_flush_visible(void)
 	CHECK_U64(read_all(copy, &rb), (uint64_t)-EINVAL);
 	CHECK_HAS(rb.msg, "header only");
 	CHECK_HAS(rb.msg, copy);
+	if (rb.r)
+		rb_free(&rb);
 
 	CHECK_U64(trace_writer__string(w, "q", &id), 0);
 	e.name_id = id;
@@ -882,7 +898,7 @@ static void test_flush_visible(void)
 	CHECK_U64(trace_writer__flush(w), 0);
 	CHECK_U64(trace_writer__flush(w), 0);	/* nothing new: no chunk */
 	copy_file(path, copy);
-	if (!read_all(copy, &rb)) {
+	if (READ_OK(copy, &rb)) {
 		CHECK_U64(rb.n, 100);
 		CHECK_U64(rb.st.chunks, 2);
 		CHECK(!rb.st.footer);
@@ -896,13 +912,13 @@ static void test_flush_visible(void)
 		CHECK_U64(trace_writer__event(w, &e), 0);
 	CHECK_U64(trace_writer__flush(w), 0);
 	copy_file(path, copy);
-	if (!read_all(copy, &rb)) {
+	if (READ_OK(copy, &rb)) {
 		CHECK_U64(rb.n, 150);
 		CHECK_U64(rb.st.chunks, 3);
 		rb_free(&rb);
 	}
 	CHECK_U64(trace_writer__close(w, 0), 0);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.n, 150);
 		CHECK(rb.st.footer);
 		CHECK_U64(rb.st.footer_chunks, 3);
@@ -928,7 +944,7 @@ static void test_strings_alone(void)
 		CHECK_U64(id, i);
 	}
 	copy_file(path, copy);
-	if (!read_all(copy, &rb)) {
+	if (READ_OK(copy, &rb)) {
 		CHECK(rb.st.chunks >= 2);
 		CHECK_STR(trace_reader__string(rb.r, 0),
 			  "a/rather/long/module/path::query_00000");
@@ -937,7 +953,7 @@ static void test_strings_alone(void)
 		rb_free(&rb);
 	}
 	CHECK_U64(trace_writer__close(w, 0), 0);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_STR(trace_reader__string(rb.r, 4999),
 			  "a/rather/long/module/path::query_04999");
 		CHECK_U64(rb.nwarn, 0);
@@ -1037,6 +1053,8 @@ static void test_bad_headers(void)
 
 		CHECK_U64(read_all(bad, &rb), (uint64_t)-EPROTONOSUPPORT);
 		CHECK_STR(rb.msg, want);
+		if (rb.r)
+			rb_free(&rb);
 	}
 	b.p[8] = 0;
 	b.p[10] = 9;
@@ -1122,7 +1140,7 @@ static void test_minor_versions(void)
 				sizeof(extra));
 	}
 	spit(path, out.p, out.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(trace_reader__header(rb.r)->minor, 7);
 		CHECK_STR(trace_reader__header(rb.r)->cmdline, "./host");
 		CHECK_STR(trace_reader__header(rb.r)->version, "test");
@@ -1222,7 +1240,7 @@ static void test_truncation(void)
 	/* Cut inside the zlib stream of the third EVENTS chunk (ci[4]). */
 	len = ci[4].off + FRAME + ci[4].stored / 2;
 	spit(path, b.p, len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.n, 40);
 		snprintf(w, sizeof(w), "%s: chunk %u at offset %zu: file ends %zu of %u bytes into it: the last chunk is lost",
 			 path, ci[4].seq, ci[4].off, len - ci[4].off,
@@ -1235,7 +1253,7 @@ static void test_truncation(void)
 	/* Cut inside a frame. */
 	len = ci[4].off + 10;
 	spit(path, b.p, len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.n, 40);
 		CHECK_HAS(rb.warnings, "10 bytes into a chunk header");
 		CHECK(rb.st.truncated);
@@ -1243,7 +1261,7 @@ static void test_truncation(void)
 	}
 	/* Missing footer only: every event, and the one warning. */
 	spit(path, b.p, ci[n - 1].off);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_EVENTS(rb.ev, rb.n, small_ev, SMALL_EVENTS);
 		CHECK(!rb.st.truncated);
 		CHECK(!rb.st.footer);
@@ -1368,7 +1386,7 @@ static void test_huge_lengths(void)
 	/* Raw size more than zlib can inflate to from this many bytes. */
 	set_frame_field(&b, ci[3].off, 16, ci[3].stored * 1033);
 	spit(path, b.p, b.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_EVENTS(rb.ev, rb.n, want, nwant);
 		CHECK_HAS(rb.warnings, "damaged chunk header");
 		rb_free(&rb);
@@ -1378,7 +1396,7 @@ static void test_huge_lengths(void)
 		set_frame_field(&b, ci[3].off, 16,
 				i ? ci[3].raw - 1 : ci[3].raw + 1);
 		spit(path, b.p, b.len);
-		if (!read_all(path, &rb)) {
+		if (READ_OK(path, &rb)) {
 			CHECK_EVENTS(rb.ev, rb.n, want, nwant);
 			CHECK_HAS(rb.warnings, "zlib");
 			CHECK_U64(rb.st.bad_chunks, 1);
@@ -1389,7 +1407,7 @@ static void test_huge_lengths(void)
 	/* A legal length past the end: the file is cut short there. */
 	set_frame_field(&b, ci[3].off, 12, 64u << 20);
 	spit(path, b.p, b.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.n, 20);
 		CHECK(rb.st.truncated);
 		CHECK_HAS(rb.warnings, "the last chunk is lost");
@@ -1419,7 +1437,7 @@ static void test_resync(void)
 			   (uint8_t)xorshift(&rng));
 	b_put(&out, b.p + ci[4].off, b.len - ci[4].off);
 	spit(path, out.p, out.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_EVENTS(rb.ev, rb.n, small_ev, SMALL_EVENTS);
 		snprintf(w, sizeof(w), "%s: offset %zu: damaged chunk header, 100000 bytes skipped to the next chunk at offset %zu",
 			 path, ci[4].off, ci[4].off + 100000);
@@ -1433,7 +1451,7 @@ static void test_resync(void)
 	/* Garbage to the end: everything before, then nothing. */
 	out.len = ci[4].off + 50;
 	spit(path, out.p, out.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.n, 40);
 		CHECK_HAS(rb.warnings, "no chunk after it, 50 bytes skipped");
 		CHECK_HAS(rb.warnings, "no footer");
@@ -1445,7 +1463,7 @@ static void test_resync(void)
 	b_u8(&out, 'S');
 	b_put(&out, b.p + ci[2].off, b.len - ci[2].off);
 	spit(path, out.p, out.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_EVENTS(rb.ev, rb.n, small_ev, SMALL_EVENTS);
 		CHECK_U64(rb.st.bytes_skipped, 1);
 		CHECK_U64(rb.nwarn, 1);
@@ -1456,7 +1474,7 @@ static void test_resync(void)
 	b_put(&out, b.p, b.len);
 	b_put(&out, "trailing", 8);
 	spit(path, out.p, out.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_EVENTS(rb.ev, rb.n, small_ev, SMALL_EVENTS);
 		snprintf(w, sizeof(w), "%s: offset %zu: 8 bytes after the footer ignored",
 			 path, b.len);
@@ -1662,6 +1680,8 @@ static const struct bad_payload bad_payloads[] = {
 	/* zlib, then more bytes than the stream */
 	BP(2, 1, "\x78\x01\x01\x07\x00\xf8\xff\x01\x01\x00\x01\x02\x00\x01"
 	   "\x00\x1f\x00\x07XX", 7, "size differs from the chunk header", 0),
+	/* stored, but the frame says it inflates to more: not trusted */
+	BP(2, 0, "\x01\x01\x00\x01\x02\x00\x01", 100, "damaged chunk header", 0),
 	/* an encoding this reader does not know */
 	BP(2, 9, "\x01\x01\x00\x01\x02\x00\x01", 7, "unknown encoding 9", 0),
 };
@@ -1705,7 +1725,9 @@ static void test_stored_chunk(void)
 	struct readback rb;
 
 	good_events(&p, 1);
-	if (!read_crafted(path, 2, 0, &p, 0, &rb)) {
+	if (read_crafted(path, 2, 0, &p, 0, &rb)) {
+		CHECK_STR(rb.msg, "");
+	} else {
 		CHECK_U64(rb.n, 2);
 		CHECK_U64(rb.ev[0].name_id, 0);
 		CHECK_U64(rb.ev[0].arg1, 42);
@@ -1730,7 +1752,7 @@ static void test_warning_cap(void)
 		f.p[f.len - 1] ^= 1;	/* CRC mismatch */
 	}
 	spit(path, f.p, f.len);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.nwarn, 65);
 		CHECK_HAS(rb.warnings, "137 more warnings not shown");
 		CHECK_U64(rb.st.bad_chunks, 200);
@@ -1870,7 +1892,7 @@ static void test_write_errors(void)
 	signal(SIGXFSZ, SIG_DFL);
 
 	/* The partial chunk was cut off: the file ends on a boundary. */
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK(rb.n > 0 && rb.n < accepted);
 		CHECK(!rb.st.truncated);
 		CHECK(!rb.st.footer);
@@ -1900,7 +1922,7 @@ static void test_many_threads(void)
 		CHECK_U64(trace_writer__event(w, &e), 0);
 	}
 	CHECK_U64(trace_writer__close(w, 0), 0);
-	if (!read_all(path, &rb)) {
+	if (READ_OK(path, &rb)) {
 		CHECK_U64(rb.n, n);
 		for (i = 0; i < rb.n && ok; i++)
 			ok = rb.ev[i].tid == i && rb.ev[i].ts_ns == i;
@@ -1928,7 +1950,9 @@ static void test_thread_limit(void)
 		b_varint(&p, 2);
 		b_varint(&p, 0);
 	}
-	if (!read_crafted(path, 2, 1, &p, 0, &rb)) {
+	if (read_crafted(path, 2, 1, &p, 0, &rb)) {
+		CHECK_STR(rb.msg, "");
+	} else {
 		CHECK_U64(rb.n, 65536 + 1);
 		CHECK_HAS(rb.warnings, "malformed event 65536");
 		CHECK_HAS(rb.warnings, "too many threads");
