@@ -9,8 +9,8 @@ import os
 import signal
 import subprocess
 
-from sptest import (SPTRACE, check, close, eq, finish, require_bpf, rows,
-                    run, tmpfile)
+from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
+                    retry_timing, rows, run, tmpfile)
 
 GT = os.environ["GT_HOST"]
 QE = os.environ["QE_HOST"]
@@ -165,9 +165,77 @@ def test_output_safety():
     os.unlink(out)
 
 
+def test_diff_and_exports():
+    live = tmpfile(".json")
+    p, spt = record(["--", GT, "--threads", "2", "5"], "--summary", live)
+    p2, spt2 = record(["--", GT, "--threads", "2", "10"])
+    with open(live) as f:
+        base = json.load(f)
+    # diff: a trace against its own live JSON summary changes nothing
+    p = run([SPTRACE, "diff", "-f", "json", spt, live])
+    eq(p.returncode, 0, "diff trace vs JSON: exit 0 (%s)" % p.stderr.strip()[:200])
+    d = json.loads(p.stdout) if p.returncode == 0 else {"queries": []}
+    check(d["queries"] and all(q["status"] == "both" and
+                               all(v == 0 for v in q["delta"].values())
+                               for q in d["queries"]),
+          "diff of a run against itself: every delta 0")
+    # diff: twice the iterations doubles the counts
+    p = run([SPTRACE, "diff", "-f", "json", spt, spt2])
+    d = {q["name"]: q for q in json.loads(p.stdout)["queries"]}
+    eq(d["inner"]["delta"]["count"], 20, "diff: inner count +20")
+    eq(d["warm_outer"]["delta"]["count"], 0, "diff: warm-up unchanged")
+    p = run([SPTRACE, "diff", spt, spt2])
+    check(p.returncode == 0 and "Total" in p.stdout, "diff table printed")
+
+    # Chrome trace: valid JSON, required fields, one slice per invocation
+    out = tmpfile(".json")
+    p = run([SPTRACE, "export", "--chrome", spt, "-o", out])
+    eq(p.returncode, 0, "export --chrome: exit 0")
+    with open(out) as f:
+        chrome = json.load(f)
+    os.unlink(out)
+    evs = chrome["traceEvents"]
+    check(all({"ph", "pid", "tid", "name"} <= set(e) for e in evs),
+          "chrome: every event has ph, pid, tid, name")
+    check(all("ts" in e for e in evs if e["ph"] in "XiB"), "chrome: timed events have ts")
+    xs = [e for e in evs if e["ph"] == "X"]
+    eq(sum(1 for e in xs if e["name"] == "inner"), rows(base)["inner"]["count"],
+       "chrome: one slice per inner invocation")
+    check(all(e["dur"] >= 0 for e in xs), "chrome: durations non-negative")
+    check(any(e["ph"] == "M" and e["name"] == "thread_name" for e in evs),
+          "chrome: thread names as metadata")
+    # nesting: every inner slice lies inside an outer slice of its thread
+    outers = [(e["tid"], e["ts"], e["ts"] + e["dur"]) for e in xs if e["name"] == "outer"]
+    check(all(any(t == e["tid"] and a <= e["ts"] and e["ts"] + e["dur"] <= b + 1e-3
+                  for t, a, b in outers)
+              for e in xs if e["name"] == "inner"), "chrome: inner nested in outer")
+
+    # folded stacks weighted by self time add up to the total self time
+    out = tmpfile(".folded")
+    p = run([SPTRACE, "export", "--folded", spt, "-o", out])
+    with open(out) as f:
+        lines = f.read().splitlines()
+    os.unlink(out)
+    eq(sum(int(l.rsplit(" ", 1)[1]) for l in lines), base["total_self_ns"],
+       "folded: weights sum to total self time")
+    check(any(l.startswith("outer;inner ") for l in lines), "folded: outer;inner stack")
+
+    # raw CSV: one line per event
+    out = tmpfile(".csv")
+    p = run([SPTRACE, "export", "--csv", spt, "-o", out])
+    with open(out) as f:
+        rdr = list(__import__("csv").DictReader(f))
+    os.unlink(out)
+    eq(sum(1 for r in rdr if r["kind"] == "query_begin" and r["name"] == "inner"),
+       rows(base)["inner"]["count"], "csv: one query_begin row per inner call")
+    for f in (live, spt, spt2):
+        os.unlink(f)
+
+
 require_bpf()
 test_record_equals_live()
-test_ground_truth()
+test_diff_and_exports()
+retry_timing(test_ground_truth)
 test_filters()
 test_pid_record()
 test_bad_files()
