@@ -27,12 +27,15 @@
  * The file is hostile input to the reader, which is fuzzed
  * (tests/fuzz/fuzz_trace_reader.c). Every length read from the file is
  * checked against what is left of the file and a fixed limit before it is
- * used or anything is allocated for it; every limit the writer could exceed
- * (string length, string count, threads per chunk) is enforced on both
- * sides. Integers are encoded byte by byte, little-endian, never by copying
- * structs. Damage is never fatal: it becomes a warning naming the file and
+ * used or anything is allocated for it. The writer refuses what the reader
+ * would refuse (string length, count and bytes), and its chunks are too
+ * small to hold more threads than a reader accepts. Integers are encoded
+ * byte by byte, little-endian, never by copying structs. Damage is never fatal: it becomes a warning naming the file and
  * the offset, and the reader goes on with the next chunk it can trust.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* asprintf */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -31,6 +31,9 @@
  *     userspace/trace_format.c tests/fuzz/fuzz_trace_reader.c -lz
  * Run: tests/fuzz/run_fuzz.sh FUZZER tests/fuzz/corpus_trace SECONDS
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* memfd_create */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +53,8 @@ struct out {
 
 static void put(struct out *o, const void *p, size_t n)
 {
+	if (!n)
+		return;
 	if (o->len + n > o->cap) {
 		o->cap = (o->len + n) * 2;
 		o->p = realloc(o->p, o->cap);

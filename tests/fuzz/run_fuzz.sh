@@ -36,13 +36,21 @@ if [ ! -d "$corpus" ]; then
 	exit 2
 fi
 
+# UBSan only prints by default: make undefined behaviour a finding too.
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export UBSAN_OPTIONS
+
 artifacts=${SPTRACE_FUZZ_ARTIFACTS:-.}
 mkdir -p "$artifacts"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/sptrace-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT INT TERM
 
 # Every seed must pass before fuzzing: a seed that crashes is a regression.
-"$fuzzer" -runs=0 -rss_limit_mb=2048 "$corpus"
+if ! "$fuzzer" -runs=0 -timeout=10 -rss_limit_mb=2048 \
+	-artifact_prefix="$artifacts/" "$corpus"; then
+	echo "$0: a seed in $corpus fails: a regression" >&2
+	exit 1
+fi
 
 # -timeout: one input taking 10 s is a hang. -rss_limit_mb and
 # -malloc_limit_mb: the reader promises bounded memory (chunks are at most

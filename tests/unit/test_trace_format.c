@@ -772,6 +772,7 @@ static double realistic_bytes_per_event(const char *path, uint64_t nev,
 	char name[64];
 	int err = 0;
 
+	*mev_per_s = 0;
 	unlink(path);
 	if (trace_writer__open(path, false, &h, &w))
 		return 1e9;
@@ -839,7 +840,7 @@ static double realistic_bytes_per_event(const char *path, uint64_t nev,
 static void test_size_realistic(void)
 {
 	const char *path = tpath("realistic.spt");
-	double mev, bpe = realistic_bytes_per_event(path, 500000, &mev);
+	double mev = 0, bpe = realistic_bytes_per_event(path, 500000, &mev);
 	struct readback rb;
 
 	printf("     realistic workload: %.2f bytes/event on disk, %.1f M events/s written\n",
