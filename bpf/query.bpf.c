@@ -100,6 +100,9 @@ volatile bool armed;
 /* Set before load by `sptrace record`: every event also goes to `events`,
  * with the very timestamp aggregation uses. */
 const volatile bool record = false;
+/* Wake the reader only once this much is waiting: a wakeup per event
+ * costs more than the event; the reader also drains on a timer. */
+const volatile __u64 wakeup_bytes = SP_DEFAULT_RINGBUF / 4;
 
 static __always_inline void count_error(__u32 slot, __u64 n)
 {
@@ -166,7 +169,9 @@ static __always_inline void emit(__u32 kind, __u64 id, __u64 now, __u64 name,
 	e->tid = (__u32)id;
 	e->kind = kind;
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
+				      wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+						   : BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline __u64 probe_arg(struct pt_regs *ctx, unsigned int i)

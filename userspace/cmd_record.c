@@ -69,7 +69,7 @@ static const char usage[] =
 "  -e, --events LIST        query,cache,blocked,incr,mark,alloc (default:\n"
 "                           all but alloc); only these probes are attached\n"
 "      --only NAME[,NAME]   keep events of these names only\n"
-"      --ringbuf-size MB    kernel ring buffer (power of two, default 8)\n"
+"      --ringbuf-size MB    kernel ring buffer (power of two, default 4)\n"
 "      --summary FILE       also write the live JSON summary of the run\n"
 "      --max-queries N, --max-threads N, -v, -h as for sptrace\n";
 

@@ -157,6 +157,8 @@ static int open_and_load(struct session *ss, bool multi)
 		if (multi && prog != ss->skel->progs.sp_thread_exit)
 			attach__prepare_multi(prog);
 	ss->skel->rodata->record = o->record;
+	ss->skel->rodata->wakeup_bytes =
+		(o->ringbuf_bytes ? o->ringbuf_bytes : SP_DEFAULT_RINGBUF) / 4;
 	err = query_maps__resize(ss->skel, o->max_queries, o->max_threads);
 	if (!err && o->record && o->ringbuf_bytes)
 		err = bpf_map__set_max_entries(ss->skel->maps.events,
@@ -400,7 +402,7 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 	int i, n, nfixed, err;
 
 	while (!stop) {
-		int timeout = fn ? 100 : -1, live = 0;
+		int timeout = fn ? 50 : -1, live = 0;
 
 		pfd[0] = (struct pollfd){ .fd = ss->sfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = fd, .events = POLLIN };

@@ -34,7 +34,7 @@ struct session_opts {
 	uint32_t ringbuf_bytes;		/* 0: default */
 };
 
-/* Called from the wait loop when `fd` is readable and every 100 ms. */
+/* Called from the wait loop when `fd` is readable and every 50 ms. */
 typedef int (*session_poll_fn)(void *ctx);
 
 struct session {
@@ -72,7 +72,7 @@ int session_opts__check(const struct session_opts *o);
  * -errno (reported). session__destroy() in every case. */
 int session__start(struct session *ss, const struct session_opts *o);
 /* Waits for Ctrl-C/SIGTERM, -d, or the targets' end; calls fn when `fd`
- * (-1: none) is readable and at least every 100 ms. Then disarms and
+ * (-1: none) is readable and at least every 50 ms. Then disarms and
  * detaches. 0 or -errno. */
 int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx);
 /* The aggregated figures (after session__run). 0 or -errno. */

@@ -23,7 +23,7 @@
 #define SP_DEFAULT_MAX_THREADS 16384
 #define SP_DEFAULT_MAX_TARGETS 1024
 /* Ring buffer of `sptrace record`, bytes (a power of two). */
-#define SP_DEFAULT_RINGBUF (8u << 20)
+#define SP_DEFAULT_RINGBUF (4u << 20)
 
 /* What kind of interval a frame on the per-thread stack is. */
 enum sp_frame_kind {

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# run_record_bench.sh BUILD_DIR: what recording costs, as figures measured
+# in this one run. Needs root and the meson build (bench/probe_cost,
+# examples/query_engine, userspace/sptrace). About a minute.
+#
+#   - bytes per event on disk, recording the query-engine example;
+#   - cost per probe event recorded, as a ratio to a bare syscall and to
+#     the live (aggregating only) mode, on bench/probe_cost's pair loop;
+#   - summarize throughput in events per second on a file of >= 10 M events;
+#   - the loader's peak RSS while recording that file.
+set -euo pipefail
+
+prog=${0##*/}
+die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
+
+[ $# -eq 1 ] || { echo "usage: $prog BUILD_DIR" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+pc=$build/bench/probe_cost
+qe=$build/examples/query_engine
+sp=$build/userspace/sptrace
+for f in "$pc" "$qe" "$sp"; do
+	[ -x "$f" ] || die "$f: not built (meson compile -C $1)"
+done
+[ "$(id -u)" -eq 0 ] || die "must run as root"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ns_of() { sed -n 's/.*ns_per_iter=\([0-9.]*\).*/\1/p' | tail -n 1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# 1. bytes per event on a realistic workload
+"$sp" record -o "$tmp/qe.spt" -- "$qe" -q -j 4 >/dev/null 2>&1
+events=$("$sp" export --csv "$tmp/qe.spt" -o - | tail -n +2 | wc -l)
+bytes=$(stat -c %s "$tmp/qe.spt")
+
+# 2. cost per event: the pair loop untraced-syscall, live, recorded
+N=${N_PAIRS:-1000000}
+sys=$("$pc" syscall "$N" 3 | ns_of)
+live=$("$sp" -o /dev/null --force -- "$pc" pair "$N" 3 2>/dev/null | ns_of)
+rec=$("$sp" record -o "$tmp/pair.spt" -- "$pc" pair "$N" 3 2>/dev/null | ns_of)
+
+# 3. summarize throughput on >= 10 M events (5 M pairs), and 4. the
+# recorder's peak RSS meanwhile, read from /proc while it runs.
+BIG=${BIG_PAIRS:-5000000}
+"$sp" record -o "$tmp/big.spt" -- "$pc" pair "$BIG" 1 >/dev/null 2>&1 &
+recorder=$!
+peak=0
+while kill -0 "$recorder" 2>/dev/null; do
+	hwm=$(awk '/VmHWM/ { print $2 }' "/proc/$recorder/status" 2>/dev/null || echo 0)
+	[ "${hwm:-0}" -gt "$peak" ] && peak=$hwm
+	sleep 0.2
+done
+wait "$recorder" || die "recording $BIG pairs failed"
+t0=$(date +%s.%N)
+"$sp" summarize -f json "$tmp/big.spt" >"$tmp/big.json"
+t1=$(date +%s.%N)
+big_events=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(2*q["count"] for q in d["queries"]))' "$tmp/big.json")
+big_lost=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["errors"]["lost"])' "$tmp/big.json")
+
+echo "record bench ($build)"
+printf '  %-46s %s\n' "bytes per event on disk (query_engine)" "$(ratio "$bytes" "$events") ($bytes bytes, $events events)"
+printf '  %-46s %s ns\n' "bare syscall (getppid)" "$sys"
+printf '  %-46s %s ns\n' "pair traced live (aggregation only)" "$live"
+printf '  %-46s %s ns\n' "pair recorded (aggregation + ring buffer)" "$rec"
+printf '  %-46s %s x syscall, %s x live\n' "recorded cost per event (pair / 2)" \
+	"$(ratio "$rec" "$(awk -v s="$sys" 'BEGIN{print 2*s}')")" "$(ratio "$rec" "$live")"
+printf '  %-46s %s M events/s (%s events in %.2f s)\n' "summarize throughput" \
+	"$(awk -v n="$big_events" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) / 1e6 }')" \
+	"$big_events" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+printf '  %-46s %s\n' "events lost while recording the big file" "$big_lost"
+printf '  %-46s %s MiB\n' "recorder peak RSS while recording" "$(awk -v k="$peak" 'BEGIN { printf "%.1f", k / 1024 }')"
