@@ -371,14 +371,16 @@ static void check_events(const struct trace_event *got, size_t ngot,
 
 #define CHECK_EVENTS(got, ngot, want, nwant) \
 	check_events(got, ngot, want, nwant, __LINE__)
-#define CHECK_HAS(haystack, needle)					\
-	do {								\
-		if (!strstr((haystack), (needle))) {			\
-			printf("FAIL %s:%d: \"%s\" not in:\n%s\n",	\
-			       __FILE__, __LINE__, (needle), (haystack));\
-			check_failed++;					\
-		}							\
-	} while (0)
+static void check_has(const char *haystack, const char *needle, int line)
+{
+	if (haystack && needle && strstr(haystack, needle))
+		return;
+	printf("FAIL %s:%d: \"%s\" not in:\n%s\n", __FILE__, line,
+	       needle ? needle : "(null)", haystack ? haystack : "(null)");
+	check_failed++;
+}
+
+#define CHECK_HAS(haystack, needle) check_has((haystack), (needle), __LINE__)
 
 static struct trace_header test_header(void)
 {
