@@ -23,6 +23,7 @@
 #include "output.h"
 #include "query.skel.h"
 #include "query_maps.h"
+#include "query_provider.h"
 #include "report.h"
 #include "session.h"
 #include "summary.h"
@@ -39,6 +40,7 @@ struct name_key {
 
 struct recorder {
 	struct session ss;
+	struct query_provider qp;
 	struct trace_writer *w;
 	struct ring_buffer *rb;
 	struct name_key *names;	/* open addressing by (pid, addr) */
@@ -368,7 +370,7 @@ static int write_live_summary(struct recorder *rec, const char *path)
 	int err;
 
 	summary__init(&s);
-	err = session__read(&rec->ss, &s);
+	err = query_provider__read(&rec->qp, &rec->ss, &s);
 	if (!err) {
 		summary__finish(&s);
 		err = write_summary(path, true, &s, &ro);
@@ -381,6 +383,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct record_env env = { 0 };
 	struct recorder rec = { 0 };
+	struct session_provider p;
 	struct trace_header h;
 	char cmdline[4096];
 	uint64_t lost = 0;
@@ -400,9 +403,13 @@ int cmd_record(int argc, char **argv)
 		free(rec.only);
 		return 1;
 	}
-	err = session__start(&rec.ss, &env.so);
+	session__init(&rec.ss, &env.so);
+	query_provider__init(&rec.qp, &p);
+	err = session__add(&rec.ss, &p);
+	if (!err)
+		err = session__start(&rec.ss);
 	if (!err) {
-		rec.rb = ring_buffer__new(bpf_map__fd(rec.ss.skel->maps.events),
+		rec.rb = ring_buffer__new(bpf_map__fd(rec.qp.skel->maps.events),
 					  on_event, &rec, NULL);
 		if (!rec.rb) {
 			err = -errno;
@@ -417,7 +424,7 @@ int cmd_record(int argc, char **argv)
 	if (!err && env.summary)
 		err = write_live_summary(&rec, env.summary);
 	/* The ring buffer's losses, summed over CPUs, go in the footer. */
-	if (rec.ss.skel && !query_maps__lost(rec.ss.skel, &lost) && lost)
+	if (rec.qp.skel && !query_maps__lost(rec.qp.skel, &lost) && lost)
 		sp_warn("%llu events lost: the ring buffer was full (raise --ringbuf-size)",
 			(unsigned long long)lost);
 	/* Whatever happened, close the file properly: what was recorded is

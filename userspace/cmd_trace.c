@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "log.h"
 #include "output.h"
+#include "query_provider.h"
 #include "report.h"
 #include "session.h"
 #include "summary.h"
@@ -149,6 +150,8 @@ int write_summary(const char *path, bool force, const struct summary *s,
 int cmd_trace(int argc, char **argv)
 {
 	struct trace_env env = { .sort = SORT_SELF };
+	struct query_provider qp;
+	struct session_provider p;
 	struct session ss;
 	struct summary s;
 	int err, status;
@@ -158,11 +161,18 @@ int cmd_trace(int argc, char **argv)
 	if (output__precheck(env.output, env.force))
 		return 1;
 	summary__init(&s);
-	err = session__start(&ss, &env.so);
+	session__init(&ss, &env.so);
+	query_provider__init(&qp, &p);
+	err = session__add(&ss, &p);
+	if (!err)
+		err = session__start(&ss);
 	if (!err)
 		err = session__run(&ss, -1, NULL, NULL);
 	if (!err)
-		err = session__read(&ss, &s);
+		err = query_provider__read(&qp, &ss, &s);
+	if (!err && env.so.cmd && !ss.sites && !s.nrows)
+		sp_warn("'%s' has no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
+			env.so.cmd[0]);
 	if (!err) {
 		summary__finish(&s);
 		summary__sort(&s, env.sort);

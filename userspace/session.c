@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * One tracing session: load bpf/query.bpf.c, attach it to every sp probe
- * site of the targets, count between two instants, detach.
+ * One tracing session: the targets (running processes, or a command it
+ * launches), signals, the clock, and the providers (BPF program families,
+ * see struct session_provider) that attach to those targets.
  *
- * Counting is gated by the `armed` flag of the BPF program, set once every
- * site is attached and cleared before any is detached: sites are attached
- * and detached one link at a time, and without the gate an END attached
- * before its BEGIN (or left after it) would be counted as unbalanced. A
- * launched command execs only once the gate is open, so its first probe is
- * seen.
+ * Counting is gated: providers are armed once every site is attached and
+ * disarmed before any is detached. Sites are attached and detached one link
+ * at a time, and without the gate an END attached before its BEGIN (or left
+ * after it) would be counted as unbalanced. A launched command execs only
+ * once the gate is open, so its first probe is seen.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,15 +23,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
-#include <sptrace/record_abi.h>
 #include "commands.h"
 #include "log.h"
 #include "privileges.h"
-#include "query.skel.h"
-#include "query_maps.h"
 #include "session.h"
-#include "summary.h"
 
 static uint64_t now_ns(void)
 {
@@ -144,99 +139,42 @@ static int check_pids_exist(const struct session_opts *o)
 	return 0;
 }
 
-static int open_and_load(struct session *ss, bool multi)
+/* Attaches every provider for pid (path: see session_provider.attach).
+ * Returns the sites attached or -errno. */
+static int attach_all(struct session *ss, pid_t pid, const char *path)
 {
-	const struct session_opts *o = ss->o;
-	struct bpf_program *prog;
-	int err;
+	int i, n, total = 0;
 
-	ss->skel = query_bpf__open();
-	if (!ss->skel)
-		return -errno;
-	bpf_object__for_each_program(prog, ss->skel->obj)
-		if (multi && prog != ss->skel->progs.sp_thread_exit)
-			attach__prepare_multi(prog);
-	ss->skel->rodata->record = o->record;
-	ss->skel->rodata->wakeup_bytes =
-		(o->ringbuf_bytes ? o->ringbuf_bytes : SP_DEFAULT_RINGBUF) / 4;
-	err = query_maps__resize(ss->skel, o->max_queries, o->max_threads);
-	if (!err && o->record && o->ringbuf_bytes)
-		err = bpf_map__set_max_entries(ss->skel->maps.events,
-					       o->ringbuf_bytes);
-	if (!err && !o->record)
-		/* The smallest ring buffer: one page. */
-		err = bpf_map__set_max_entries(ss->skel->maps.events,
-					       (uint32_t)getpagesize());
-	if (!err)
-		err = query_bpf__load(ss->skel);
-	if (err) {
-		query_bpf__destroy(ss->skel);
-		ss->skel = NULL;
+	for (i = 0; i < ss->nproviders; i++) {
+		struct session_provider *p = &ss->providers[i];
+
+		n = p->attach(p->ctx, pid, path);
+		if (n < 0)
+			return n;
+		total += n;
 	}
-	return err;
+	ss->sites += (size_t)total;
+	return total;
 }
 
-static int load_bpf(struct session *ss)
+static int load_all(struct session *ss)
 {
-	int err;
+	int i, err;
 
-	/* uprobe_multi links first (Linux 6.6+), else one uprobe per site. */
-	ss->multi = true;
-	err = open_and_load(ss, true);
-	if (err && err != -EPERM && err != -EACCES) {
-		sp_info("no uprobe_multi links (%s); attaching site by site",
-			strerror(-err));
-		ss->multi = false;
-		err = open_and_load(ss, false);
+	for (i = 0; i < ss->nproviders; i++) {
+		err = ss->providers[i].load(ss->providers[i].ctx, ss->o);
+		if (err)
+			return err;
 	}
-	if (err) {
-		privileges__explain_load_error(err, "the query BPF program");
-		return err;
-	}
-	/* Frees the stacks of exiting threads and counts their open frames;
-	 * optional: without it only the thread map can fill up. */
-	ss->exit_link = bpf_program__attach(ss->skel->progs.sp_thread_exit);
-	if (!ss->exit_link)
-		sp_warn("cannot watch thread exits (%s): queries left open by exiting threads are not counted",
-			strerror(errno));
 	return 0;
 }
 
-static bool want(const struct session_opts *o, enum sp_event_class c)
+static void arm_all(struct session *ss, bool on)
 {
-	return !o->record || (o->classes & (1u << c));
-}
+	int i;
 
-/* Which program serves which probe: only what was asked for is attached. */
-static size_t bind_probes(struct session *ss)
-{
-	const struct session_opts *o = ss->o;
-	struct probe_binding *b = ss->bindings;
-	struct query_bpf *s = ss->skel;
-	size_t i = 0;
-
-	if (want(o, SP_EVC_QUERY)) {
-		b[i++] = (struct probe_binding){ "query_begin", s->progs.sp_query_begin };
-		b[i++] = (struct probe_binding){ "query_end", s->progs.sp_query_end };
-	}
-	if (want(o, SP_EVC_CACHE))
-		b[i++] = (struct probe_binding){ "cache_hit", s->progs.sp_cache_hit };
-	if (want(o, SP_EVC_BLOCKED)) {
-		b[i++] = (struct probe_binding){ "blocked_begin", s->progs.sp_blocked_begin };
-		b[i++] = (struct probe_binding){ "blocked_end", s->progs.sp_blocked_end };
-	}
-	if (want(o, SP_EVC_INCR)) {
-		b[i++] = (struct probe_binding){ "incr_load_begin", s->progs.sp_incr_load_begin };
-		b[i++] = (struct probe_binding){ "incr_load_end", s->progs.sp_incr_load_end };
-	}
-	if (o->record && (o->classes & (1u << SP_EVC_MARK)))
-		b[i++] = (struct probe_binding){ "mark", s->progs.sp_mark };
-	if (o->record && (o->classes & (1u << SP_EVC_ALLOC))) {
-		b[i++] = (struct probe_binding){ "alloc", s->progs.sp_alloc };
-		b[i++] = (struct probe_binding){ "free", s->progs.sp_free };
-	}
-	b[i++] = (struct probe_binding){ "thread_name", s->progs.sp_thread_name };
-	return i;
+	for (i = 0; i < ss->nproviders; i++)
+		ss->providers[i].arm(ss->providers[i].ctx, on);
 }
 
 static int attach_pids(struct session *ss)
@@ -248,7 +186,7 @@ static int attach_pids(struct session *ss)
 	for (i = 0; i < o->npids; i++) {
 		pid_t pid = o->pids[i];
 
-		n = attacher__attach_pid(&ss->att, pid);
+		n = attach_all(ss, pid, NULL);
 		if (n == -ESRCH || n == -ENOENT) {
 			sp_err("pid %d: exited before it could be attached",
 			       (int)pid);
@@ -285,8 +223,7 @@ static int start_command(struct session *ss)
 	ss->launched = true;
 	/* The executable's own probes, by file offset, before it exists as a
 	 * mapping; its libraries are attached when ld.so stops it. */
-	err = attacher__attach_file(&ss->att, ss->launch.pid, ss->launch.path,
-				    ss->launch.path);
+	err = attach_all(ss, ss->launch.pid, ss->launch.path);
 	if (err < 0)
 		return err;
 	return launch__arm_stopper(&ss->launch);
@@ -306,15 +243,30 @@ static int setup_signals(struct session *ss)
 	return ss->sfd < 0 ? -errno : 0;
 }
 
-int session__start(struct session *ss, const struct session_opts *o)
+void session__init(struct session *ss, const struct session_opts *o)
 {
-	int err, i;
+	int i;
 
 	memset(ss, 0, sizeof(*ss));
 	ss->o = o;
 	ss->sfd = -1;
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		ss->pidfds[i] = -1;
+}
+
+int session__add(struct session *ss, const struct session_provider *p)
+{
+	if (ss->nproviders == SESSION_MAX_PROVIDERS)
+		return -E2BIG;
+	ss->providers[ss->nproviders++] = *p;
+	return 0;
+}
+
+int session__start(struct session *ss)
+{
+	const struct session_opts *o = ss->o;
+	int err;
+
 	sp_log_setup_libbpf();
 	if (check_pids_exist(o) || privileges__check())
 		return -EINVAL;
@@ -323,22 +275,20 @@ int session__start(struct session *ss, const struct session_opts *o)
 		sp_err("cannot set up signal handling: %s", strerror(-err));
 		return err;
 	}
-	err = load_bpf(ss);
+	err = load_all(ss);
 	if (err)
 		return err;
-	attacher__init(&ss->att, "sp", ss->bindings, bind_probes(ss),
-		       ss->multi);
 	err = o->cmd ? start_command(ss) : attach_pids(ss);
 	if (err)
 		return err;
 	/* Every site is attached: count from now on. */
-	ss->skel->bss->armed = true;
+	arm_all(ss, true);
 	ss->start_ns = now_ns();
 	if (o->cmd)
 		return launch__go(&ss->launch, o->cmd[0]);
 	if (!o->duration_s)
 		fprintf(stderr, "sptrace: tracing %zu probe sites; Ctrl-C to stop\n",
-			attacher__sites(&ss->att));
+			ss->sites);
 	return 0;
 }
 
@@ -360,8 +310,7 @@ static void reap_child(struct session *ss, bool *stop)
 		if (WIFSTOPPED(status)) {
 			if (WSTOPSIG(status) == SIGSTOP &&
 			    launch__stop_is_ours(&ss->launch)) {
-				int n = attacher__attach_pid(&ss->att,
-							     ss->launch.pid);
+				int n = attach_all(ss, ss->launch.pid, NULL);
 
 				if (n < 0 && n != -ESRCH)
 					sp_warn("pid %d: attaching new libraries failed: %s",
@@ -452,34 +401,24 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 
 int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 {
-	int err;
+	int err, i;
 
 	err = wait_loop(ss, fd, fn, ctx);
 	/* Disarm, then detach: links go one by one, and an END still attached
 	 * after its BEGIN is gone would count as unbalanced. */
-	ss->skel->bss->armed = false;
+	arm_all(ss, false);
 	ss->stop_ns = now_ns();
-	attacher__destroy(&ss->att);
+	for (i = 0; i < ss->nproviders; i++)
+		ss->providers[i].detach(ss->providers[i].ctx);
 	/* What the ring buffer still holds was counted: drain it. */
 	if (!err && fn)
 		err = fn(ctx);
 	return err;
 }
 
-int session__read(struct session *ss, struct summary *s)
+uint64_t session__duration(const struct session *ss)
 {
-	int err;
-
-	s->duration_ns = ss->stop_ns - ss->start_ns;
-	err = query_maps__read(ss->skel, &ss->spaces, s);
-	if (err) {
-		sp_err("cannot read the BPF maps: %s", strerror(-err));
-		return err;
-	}
-	if (ss->o->cmd && !attacher__sites(&ss->att) && !s->nrows)
-		sp_warn("'%s' has no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
-			ss->o->cmd[0]);
-	return 0;
+	return ss->stop_ns > ss->start_ns ? ss->stop_ns - ss->start_ns : 0;
 }
 
 int session__exit_status(const struct session *ss, int err)
@@ -497,7 +436,8 @@ void session__destroy(struct session *ss)
 {
 	int i;
 
-	attacher__destroy(&ss->att);
+	for (i = 0; i < ss->nproviders; i++)
+		ss->providers[i].detach(ss->providers[i].ctx);
 	if (ss->launched) {
 		if (!ss->child_exited && ss->launch.pid > 0) {
 			int status, i;
@@ -521,16 +461,15 @@ void session__destroy(struct session *ss)
 		}
 		launch__destroy(&ss->launch);
 	}
-	bpf_link__destroy(ss->exit_link);
-	query_bpf__destroy(ss->skel);
+	for (i = 0; i < ss->nproviders; i++)
+		ss->providers[i].destroy(ss->providers[i].ctx);
+	ss->nproviders = 0;
 	addr_spaces__free(&ss->spaces);
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		if (ss->pidfds[i] >= 0)
 			close(ss->pidfds[i]);
 	if (ss->sfd >= 0)
 		close(ss->sfd);
-	ss->skel = NULL;
-	ss->exit_link = NULL;
 	ss->sfd = -1;
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		ss->pidfds[i] = -1;

@@ -16,9 +16,6 @@
 
 #define SESSION_MAX_PIDS 256
 
-struct query_bpf;
-struct bpf_link;
-struct summary;
 
 struct session_opts {
 	pid_t pids[SESSION_MAX_PIDS];
@@ -37,16 +34,42 @@ struct session_opts {
 /* Called from the wait loop when `fd` is readable and every 50 ms. */
 typedef int (*session_poll_fn)(void *ctx);
 
+/*
+ * A BPF program family plugged into a session (query aggregation, memory,
+ * latency, ...): the session owns the targets, the signals and the clock;
+ * a provider owns its BPF object and its links. Every hook reports its own
+ * errors (one line) and returns 0 or -errno.
+ */
+struct session_provider {
+	const char *name;
+	void *ctx;
+	/* Opens, sizes and loads the BPF object. */
+	int (*load)(void *ctx, const struct session_opts *o);
+	/* Attaches for process `pid`: with `path` NULL, to whatever the
+	 * running process maps (called again at every dynamic-loader stop of
+	 * a launched command: skip what is attached already); with `path`,
+	 * to that executable by file offset before the command execs.
+	 * Returns the number of probe sites attached (>= 0) or -errno. */
+	int (*attach)(void *ctx, pid_t pid, const char *path);
+	/* Starts (true) or stops (false) counting; cheap, no syscalls
+	 * needed beyond a map write. */
+	void (*arm)(void *ctx, bool on);
+	/* Detaches every link (after arm(false)); maps stay readable. */
+	void (*detach)(void *ctx);
+	/* Frees everything. */
+	void (*destroy)(void *ctx);
+};
+
+#define SESSION_MAX_PROVIDERS 4
+
 struct session {
 	const struct session_opts *o;
-	struct query_bpf *skel;
-	struct attacher att;
-	struct probe_binding bindings[16];
+	struct session_provider providers[SESSION_MAX_PROVIDERS];
+	int nproviders;
 	struct addr_spaces spaces;	/* to read names in targets */
 	struct launch launch;
-	bool multi;			/* uprobe_multi links */
 	bool launched;
-	struct bpf_link *exit_link;	/* thread-exit tracepoint */
+	size_t sites;			/* probe sites attached, all providers */
 	int sfd;			/* signalfd: INT, TERM, CHLD */
 	int pidfds[SESSION_MAX_PIDS];
 	bool alive[SESSION_MAX_PIDS];
@@ -68,15 +91,19 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 /* Cross-option checks; reports and returns -EINVAL. */
 int session_opts__check(const struct session_opts *o);
 
+/* Before start: zeroes the session and sets its options. */
+void session__init(struct session *ss, const struct session_opts *o);
+/* Before start: adds a provider (copied). 0 or -E2BIG. */
+int session__add(struct session *ss, const struct session_provider *p);
 /* Everything up to counting: checks, load, attach, arm, launch. 0 or
  * -errno (reported). session__destroy() in every case. */
-int session__start(struct session *ss, const struct session_opts *o);
+int session__start(struct session *ss);
 /* Waits for Ctrl-C/SIGTERM, -d, or the targets' end; calls fn when `fd`
  * (-1: none) is readable and at least every 50 ms. Then disarms and
  * detaches. 0 or -errno. */
 int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx);
-/* The aggregated figures (after session__run). 0 or -errno. */
-int session__read(struct session *ss, struct summary *s);
+/* After session__run: the wall time counted, in ns. */
+uint64_t session__duration(const struct session *ss);
 /* Exit status for the command line: the command's in launch mode. */
 int session__exit_status(const struct session *ss, int err);
 void session__destroy(struct session *ss);
