@@ -90,6 +90,21 @@ static int file_index(struct addr_space *s, const struct proc_mapping *m,
 	return 0;
 }
 
+/* Already in the snapshot: same range, offset and file. */
+static bool known(const struct addr_space *s, const struct proc_mapping *m)
+{
+	size_t i;
+
+	for (i = 0; i < s->nmaps; i++) {
+		const struct addr_map *a = &s->maps[i];
+
+		if (a->start == m->start && a->end == m->end &&
+		    a->pgoff == m->pgoff && !strcmp(s->files[a->file].path, m->path))
+			return true;
+	}
+	return false;
+}
+
 int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
 {
 	struct proc_maps pm = {};
@@ -105,20 +120,25 @@ int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
 		proc_maps__free(&pm);
 		return -ENOMEM;
 	}
-	space_clear(s);
-	s->maps = calloc(pm.n ? pm.n : 1, sizeof(*s->maps));
-	if (!s->maps) {
-		proc_maps__free(&pm);
-		return -ENOMEM;
-	}
+	/* Snapshots accumulate: a library unmapped later (dlclose) keeps
+	 * naming what it held while it was mapped. */
 	for (i = 0; i < pm.n; i++) {
 		const struct proc_mapping *m = &pm.v[i];
+		struct addr_map *v;
 		size_t idx = 0;
 
 		if (!m->path || m->path[0] != '/' || !m->inode)
 			continue;
+		if (known(s, m))
+			continue;
 		if (file_index(s, m, &idx))
 			continue;	/* unmapped meanwhile, or no access */
+		v = realloc(s->maps, (s->nmaps + 1) * sizeof(*v));
+		if (!v) {
+			proc_maps__free(&pm);
+			return -ENOMEM;
+		}
+		s->maps = v;
 		s->maps[s->nmaps++] = (struct addr_map){
 			.start = m->start, .end = m->end, .pgoff = m->pgoff,
 			.file = idx,
@@ -160,7 +180,9 @@ static int read_file(const struct addr_space *s, uint64_t addr, char *buf,
 {
 	size_t i;
 
-	for (i = 0; i < s->nmaps; i++) {
+	/* Newest first: an address range reused after an unmap names what
+	 * is mapped there now. */
+	for (i = s->nmaps; i-- > 0;) {
 		const struct addr_map *m = &s->maps[i];
 		ssize_t n;
 

@@ -34,7 +34,8 @@ struct addr_spaces {
 	size_t n;
 };
 
-/* (Re)reads pid's mappings; replaces its previous snapshot. 0 or -errno. */
+/* Reads pid's mappings into its snapshot, keeping those seen before (a
+ * library unmapped since still names its strings). 0 or -errno. */
 int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid);
 /*
  * Reads a NUL-terminated string at addr in pid into buf (cut at len - 1):

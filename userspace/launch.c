@@ -2,11 +2,8 @@
 /*
  * `sptrace -- CMD`. The child blocks on a pipe before exec while the loader
  * attaches the executable's probes by file offset (possible before the file
- * is mapped) and a stopper on the dynamic loader's _dl_debug_state. ld.so
- * calls that hook after mapping the initial libraries, before relocating
- * them or running any constructor, and again around every dlopen(); the
- * stopper sends SIGSTOP to the child and marks the stop as ours, the loader
- * attaches whatever new library carries probes and sends SIGCONT.
+ * is mapped) and a stopper on its dynamic loader (dl_watch.c); a byte on
+ * the pipe lets it exec, and an exec error comes back on a second pipe.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,14 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-#include "elf_notes.h"
 #include "launch.h"
-#include "launch.skel.h"
 #include "log.h"
-
-#define DEFAULT_INTERP "/lib64/ld-linux-x86-64.so.2"
 
 static int resolve_path(const char *cmd, char **out)
 {
@@ -110,44 +101,6 @@ int launch__fork(struct launch *l, char *const argv[])
 	return 0;
 }
 
-int launch__arm_stopper(struct launch *l)
-{
-	struct usdt_file *f = NULL;
-	const char *interp = DEFAULT_INTERP;
-	uint64_t vaddr, off;
-	unsigned int bad;
-	int err;
-
-	/* A script or a static binary still gets the default loader armed:
-	 * it costs nothing if never mapped. */
-	if (!usdt_file__open(l->path, &f, &bad) && f->interp)
-		interp = f->interp;
-	err = elf_symbol_offset(interp, "_dl_debug_state", &vaddr, &off);
-	if (err) {
-		sp_warn("%s: no _dl_debug_state in the dynamic loader (%s); libraries loaded by '%s' are attached only once it runs",
-			interp, strerror(-err), l->path);
-		err = 0;
-		goto out;
-	}
-	l->skel = launch_bpf__open_and_load();
-	if (!l->skel) {
-		err = -errno;
-		sp_err("cannot load the launch BPF program: %s (run as root, or see -v)",
-		       strerror(-err));
-		goto out;
-	}
-	l->stop_link = bpf_program__attach_uprobe(l->skel->progs.sp_dl_stop,
-						  false, l->pid, interp, off);
-	if (!l->stop_link) {
-		err = -errno;
-		sp_err("%s: cannot attach to _dl_debug_state: %s", interp,
-		       strerror(-err));
-	}
-out:
-	usdt_file__free(f);
-	return err;
-}
-
 int launch__go(struct launch *l, const char *cmd)
 {
 	int child_errno = 0;
@@ -169,29 +122,12 @@ int launch__go(struct launch *l, const char *cmd)
 	return 0;
 }
 
-bool launch__stop_is_ours(struct launch *l)
-{
-	__u32 key = 0, v;
-	int fd;
-
-	if (!l->skel)
-		return false;
-	fd = bpf_map__fd(l->skel->maps.stop_pending);
-	if (bpf_map_lookup_elem(fd, &key, &v) || v == 0)
-		return false;
-	v--;
-	bpf_map_update_elem(fd, &key, &v, BPF_ANY);
-	return true;
-}
-
 void launch__destroy(struct launch *l)
 {
 	if (l->go_fd >= 0)
 		close(l->go_fd);	/* child sees EOF and exits */
 	if (l->err_fd >= 0)
 		close(l->err_fd);
-	bpf_link__destroy(l->stop_link);
-	launch_bpf__destroy(l->skel);
 	free(l->path);
 	memset(l, 0, sizeof(*l));
 	l->go_fd = l->err_fd = -1;

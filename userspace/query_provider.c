@@ -53,7 +53,12 @@ static bool want(const struct session_opts *o, enum sp_event_class c)
 	return !o->record || (o->classes & (1u << c));
 }
 
-/* Which program serves which probe: only what was asked for is attached. */
+/*
+ * Which program serves which probe: only what was asked for is attached.
+ * ENDs come first: a library attached while the session is armed (loaded
+ * late by a running target) then gives at worst an END without BEGIN,
+ * counted, never a BEGIN whose END is missed, which would stay open.
+ */
 static size_t bind_probes(struct query_provider *qp)
 {
 	const struct session_opts *o = qp->o;
@@ -61,20 +66,20 @@ static size_t bind_probes(struct query_provider *qp)
 	struct query_bpf *s = qp->skel;
 	size_t i = 0;
 
-	if (want(o, SP_EVC_QUERY)) {
-		b[i++] = (struct probe_binding){ "query_begin", s->progs.sp_query_begin };
+	if (want(o, SP_EVC_QUERY))
 		b[i++] = (struct probe_binding){ "query_end", s->progs.sp_query_end };
-	}
+	if (want(o, SP_EVC_BLOCKED))
+		b[i++] = (struct probe_binding){ "blocked_end", s->progs.sp_blocked_end };
+	if (want(o, SP_EVC_INCR))
+		b[i++] = (struct probe_binding){ "incr_load_end", s->progs.sp_incr_load_end };
+	if (want(o, SP_EVC_QUERY))
+		b[i++] = (struct probe_binding){ "query_begin", s->progs.sp_query_begin };
+	if (want(o, SP_EVC_BLOCKED))
+		b[i++] = (struct probe_binding){ "blocked_begin", s->progs.sp_blocked_begin };
+	if (want(o, SP_EVC_INCR))
+		b[i++] = (struct probe_binding){ "incr_load_begin", s->progs.sp_incr_load_begin };
 	if (want(o, SP_EVC_CACHE))
 		b[i++] = (struct probe_binding){ "cache_hit", s->progs.sp_cache_hit };
-	if (want(o, SP_EVC_BLOCKED)) {
-		b[i++] = (struct probe_binding){ "blocked_begin", s->progs.sp_blocked_begin };
-		b[i++] = (struct probe_binding){ "blocked_end", s->progs.sp_blocked_end };
-	}
-	if (want(o, SP_EVC_INCR)) {
-		b[i++] = (struct probe_binding){ "incr_load_begin", s->progs.sp_incr_load_begin };
-		b[i++] = (struct probe_binding){ "incr_load_end", s->progs.sp_incr_load_end };
-	}
 	if (o->record && (o->classes & (1u << SP_EVC_MARK)))
 		b[i++] = (struct probe_binding){ "mark", s->progs.sp_mark };
 	if (o->record && (o->classes & (1u << SP_EVC_ALLOC))) {

@@ -183,6 +183,9 @@ static int attach_pids(struct session *ss)
 	char comm[32];
 	int i, n;
 
+	if (dl_watch__open(&ss->dlw, false))
+		sp_warn("cannot watch dynamic loaders: libraries loaded after attaching are not traced");
+
 	for (i = 0; i < o->npids; i++) {
 		pid_t pid = o->pids[i];
 
@@ -205,6 +208,10 @@ static int attach_pids(struct session *ss)
 			return -ENOENT;
 		}
 		addr_spaces__snapshot(&ss->spaces, pid);
+		/* Libraries dlopen()ed later: watched, never stopped. */
+		if (ss->dlw.skel && dl_watch__attach(&ss->dlw, pid, NULL))
+			sp_info("pid %d: no dynamic loader to watch; libraries it loads later are not attached",
+				(int)pid);
 		ss->pidfds[i] = (int)syscall(SYS_pidfd_open, pid, 0);
 		ss->alive[i] = true;
 		sp_info("pid %d (%s): %d probe sites attached", (int)pid,
@@ -226,7 +233,14 @@ static int start_command(struct session *ss)
 	err = attach_all(ss, ss->launch.pid, ss->launch.path);
 	if (err < 0)
 		return err;
-	return launch__arm_stopper(&ss->launch);
+	err = dl_watch__open(&ss->dlw, true);
+	if (!err)
+		err = dl_watch__attach(&ss->dlw, ss->launch.pid,
+				       ss->launch.path);
+	if (err)
+		sp_warn("cannot watch the dynamic loader of '%s' (%s): probes of its libraries are not attached",
+			ss->launch.path, strerror(-err));
+	return 0;
 }
 
 static int setup_signals(struct session *ss)
@@ -309,7 +323,7 @@ static void reap_child(struct session *ss, bool *stop)
 	while (waitpid(ss->launch.pid, &status, WNOHANG | WUNTRACED) > 0) {
 		if (WIFSTOPPED(status)) {
 			if (WSTOPSIG(status) == SIGSTOP &&
-			    launch__stop_is_ours(&ss->launch)) {
+			    dl_watch__take_stop(&ss->dlw)) {
 				int n = attach_all(ss, ss->launch.pid, NULL);
 
 				if (n < 0 && n != -ESRCH)
@@ -343,6 +357,30 @@ static void read_signals(struct session *ss, bool *stop)
 	}
 }
 
+/*
+ * A running target mapped a library: attach to it now. Its probes that ran
+ * before this instant were not seen, and the operator is told.
+ */
+static void attach_late_libraries(struct session *ss)
+{
+	const struct session_opts *o = ss->o;
+	int i, n;
+
+	for (i = 0; i < o->npids; i++) {
+		if (!ss->alive[i])
+			continue;
+		n = attach_all(ss, o->pids[i], NULL);
+		if (n > 0) {
+			addr_spaces__snapshot(&ss->spaces, o->pids[i]);
+			sp_warn("pid %d: %d probe sites of a library it loaded while traced attached now; its events before this were not seen (sptrace -v names it)",
+				(int)o->pids[i], n);
+		} else if (n < 0 && n != -ESRCH && n != -ENOENT) {
+			sp_warn("pid %d: cannot attach a library it loaded while traced: %s",
+				(int)o->pids[i], strerror(-n));
+		}
+	}
+}
+
 static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 {
 	const struct session_opts *o = ss->o;
@@ -351,7 +389,8 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 	int i, n, nfixed, err;
 
 	while (!stop) {
-		int timeout = fn ? 50 : -1, live = 0;
+		/* Ticks for the callback and for the loader watch of -p. */
+		int timeout = fn || ss->dlw.nlinks ? 50 : -1, live = 0;
 
 		pfd[0] = (struct pollfd){ .fd = ss->sfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = fd, .events = POLLIN };
@@ -381,6 +420,8 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 		}
 		if (pfd[0].revents & POLLIN)
 			read_signals(ss, &stop);
+		if (!ss->launched && dl_watch__changed(&ss->dlw))
+			attach_late_libraries(ss);
 		if (fn) {
 			err = fn(ctx);
 			if (err)
@@ -461,6 +502,7 @@ void session__destroy(struct session *ss)
 		}
 		launch__destroy(&ss->launch);
 	}
+	dl_watch__destroy(&ss->dlw);
 	for (i = 0; i < ss->nproviders; i++)
 		ss->providers[i].destroy(ss->providers[i].ctx);
 	ss->nproviders = 0;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include "addr_space.h"
 #include "attach.h"
+#include "dl_watch.h"
 #include "launch.h"
 
 #define SESSION_MAX_PIDS 256
@@ -69,6 +70,7 @@ struct session {
 	struct addr_spaces spaces;	/* to read names in targets */
 	struct launch launch;
 	bool launched;
+	struct dl_watch dlw;		/* libraries mapped after attaching */
 	size_t sites;			/* probe sites attached, all providers */
 	int sfd;			/* signalfd: INT, TERM, CHLD */
 	int pidfds[SESSION_MAX_PIDS];

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dynamic-loader watch. A uprobe on _dl_debug_state of each target's
+ * loader (found in its ELF PT_INTERP before exec, or among its mappings
+ * when it runs) counts link-map changes, and in stop mode stops the
+ * process until the session has attached to what was mapped.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "dl_watch.h"
+#include "dl_watch.skel.h"
+#include "elf_notes.h"
+#include "log.h"
+#include "proc_maps.h"
+
+#define DEFAULT_INTERP "/lib64/ld-linux-x86-64.so.2"
+
+int dl_watch__open(struct dl_watch *w, bool stop)
+{
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->stop = stop;
+	w->skel = dl_watch_bpf__open();
+	if (!w->skel)
+		return -errno;
+	w->skel->rodata->stop = stop;
+	err = dl_watch_bpf__load(w->skel);
+	if (err) {
+		dl_watch_bpf__destroy(w->skel);
+		w->skel = NULL;
+	}
+	return err;
+}
+
+/* The running process's loader: a mapped file named ld-*.so*. Its
+ * map_files link names the very inode, in any mount namespace. */
+static int running_loader(pid_t pid, char *buf, size_t len)
+{
+	struct proc_maps m = {};
+	size_t i;
+	int err;
+
+	err = proc_maps__read(pid, &m);
+	if (err)
+		return err;
+	err = -ENOENT;
+	for (i = 0; i < m.n; i++) {
+		const char *p = m.v[i].path, *base;
+
+		if (!p || p[0] != '/' || m.v[i].pgoff)
+			continue;
+		base = strrchr(p, '/') + 1;
+		if (!strncmp(base, "ld-", 3) && strstr(base, ".so")) {
+			snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+				 (int)pid, m.v[i].start, m.v[i].end);
+			err = 0;
+			break;
+		}
+	}
+	proc_maps__free(&m);
+	return err;
+}
+
+int dl_watch__attach(struct dl_watch *w, pid_t pid, const char *exe)
+{
+	struct usdt_file *f = NULL;
+	char loader[PATH_MAX];
+	struct bpf_link *link, **v;
+	uint64_t vaddr, off;
+	unsigned int bad;
+	int err;
+
+	if (exe) {
+		/* A script or a static binary still gets the default loader:
+		 * it costs nothing if never mapped. */
+		snprintf(loader, sizeof(loader), "%s", DEFAULT_INTERP);
+		if (!usdt_file__open(exe, &f, &bad) && f->interp)
+			snprintf(loader, sizeof(loader), "%s", f->interp);
+		usdt_file__free(f);
+	} else {
+		err = running_loader(pid, loader, sizeof(loader));
+		if (err)
+			return err;
+	}
+	err = elf_symbol_offset(loader, "_dl_debug_state", &vaddr, &off);
+	if (err)
+		return err;
+	link = bpf_program__attach_uprobe(w->skel->progs.sp_dl_event, false,
+					  pid, loader, off);
+	if (!link)
+		return -errno;
+	v = realloc(w->links, (w->nlinks + 1) * sizeof(*v));
+	if (!v) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	w->links = v;
+	w->links[w->nlinks++] = link;
+	return 0;
+}
+
+static uint32_t events(const struct dl_watch *w)
+{
+	__u32 key = 0, v = 0;
+
+	if (w->skel)
+		bpf_map_lookup_elem(bpf_map__fd(w->skel->maps.dl_events), &key,
+				    &v);
+	return v;
+}
+
+bool dl_watch__take_stop(struct dl_watch *w)
+{
+	__u32 key = 0, v = events(w);
+
+	if (!v)
+		return false;
+	/* The process is stopped: no event can come in between. */
+	v--;
+	bpf_map_update_elem(bpf_map__fd(w->skel->maps.dl_events), &key, &v,
+			    BPF_ANY);
+	return true;
+}
+
+bool dl_watch__changed(struct dl_watch *w)
+{
+	uint32_t v = events(w);
+
+	if (v == w->seen)
+		return false;
+	w->seen = v;
+	return true;
+}
+
+void dl_watch__destroy(struct dl_watch *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nlinks; i++)
+		bpf_link__destroy(w->links[i]);
+	free(w->links);
+	dl_watch_bpf__destroy(w->skel);
+	memset(w, 0, sizeof(*w));
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Watching targets' dynamic loaders (bpf/dl_watch.bpf.c) so that libraries
+ * mapped after attaching get their probes attached too.
+ */
+#ifndef SPTRACE_DL_WATCH_H
+#define SPTRACE_DL_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dl_watch_bpf;
+struct bpf_link;
+
+struct dl_watch {
+	struct dl_watch_bpf *skel;
+	struct bpf_link **links;
+	size_t nlinks;
+	bool stop;
+	uint32_t seen;		/* notify mode: events already handled */
+};
+
+/* Loads the watcher; stop: SIGSTOP the process at each event. */
+int dl_watch__open(struct dl_watch *w, bool stop);
+/* Watches the dynamic loader of `pid`: the interpreter named by the ELF
+ * file `exe` (a command about to exec), or, with exe NULL, the loader the
+ * running process maps. 0, -ENOENT when it has none (static), or -errno. */
+int dl_watch__attach(struct dl_watch *w, pid_t pid, const char *exe);
+/* Stop mode: the process was seen stopped by SIGSTOP; true if we sent it
+ * (the caller attaches, then sends SIGCONT). */
+bool dl_watch__take_stop(struct dl_watch *w);
+/* Notify mode: true if the loader reported changes since the last call. */
+bool dl_watch__changed(struct dl_watch *w);
+void dl_watch__destroy(struct dl_watch *w);
+
+#endif /* SPTRACE_DL_WATCH_H */
