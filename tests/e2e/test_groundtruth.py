@@ -107,6 +107,40 @@ def test_pid():
     check_summary(s, truth, "pid")
 
 
+def test_two_pids():
+    """-p A,B: both processes traced, rows merged by name, sptrace ends
+    when both have exited."""
+    hosts = [subprocess.Popen([GT, "--wait", "--threads", "1", "5"],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    for h in hosts:
+        h.stdout.readline()
+    out = "/tmp/sptest-2pids-%d.json" % os.getpid()
+    if os.path.exists(out):
+        os.unlink(out)
+    tracer = subprocess.Popen([SPTRACE, "-p", ",".join(str(h.pid) for h in hosts),
+                               "-f", "json", "-o", out],
+                              stderr=subprocess.PIPE, text=True)
+    check("tracing" in tracer.stderr.readline(), "two pids: attached")
+    for h in hosts:
+        h.send_signal(signal.SIGUSR1)
+        h.communicate()
+    eq(tracer.wait(timeout=30), 0, "two pids: sptrace ends when both exit")
+    with open(out) as f:
+        r = rows(json.load(f))
+    os.unlink(out)
+    eq(r["inner"]["count"], 2 * 10, "two pids: inner of both processes")
+    eq(r["lib_query"]["count"], 2 * 5, "two pids: shared library in both")
+
+
+def test_sort():
+    p = run([SPTRACE, "-f", "csv", "-s", "count", "--", GT, "--threads", "1", "3"])
+    counts = [int(r["count"]) for r in csv.DictReader(io.StringIO(p.stdout[p.stdout.index("name,"):]))]
+    eq(counts, sorted(counts, reverse=True), "--sort count orders rows by count")
+    p = run([SPTRACE, "-f", "csv", "-s", "name", "--", GT, "--threads", "1", "3"])
+    names = [r["name"] for r in csv.DictReader(io.StringIO(p.stdout[p.stdout.index("name,"):]))]
+    eq(names, sorted(names), "--sort name orders rows by name")
+
+
 def test_mid_run():
     """Attach while queries are in flight: counts cannot be known, but ENDs
     without BEGINs are counted, not misattributed, and rows stay sane."""
@@ -172,6 +206,8 @@ def test_table_and_csv():
 require_bpf()
 retry_timing(test_launch)
 retry_timing(test_pid)
+test_two_pids()
+test_sort()
 test_mid_run()
 test_table_and_csv()
 finish()
