@@ -67,6 +67,7 @@ static const char usage[] =
 "  -o, --output FILE        the trace file (created 0600, never a symlink)\n"
 "      --force              overwrite an existing file\n"
 "  -p, --pid PID[,PID...]   record these running processes\n"
+"  -b, --binary PATH        record every process of PATH (repeatable)\n"
 "  -d, --duration SECONDS   stop after this long\n"
 "  -e, --events LIST        query,cache,blocked,incr,mark,alloc (default:\n"
 "                           all but alloc); only these probes are attached\n"

@@ -27,12 +27,15 @@ struct trace_env {
 
 static const char usage[] =
 "Usage: sptrace [OPTIONS] -p PID[,PID...]\n"
+"       sptrace [OPTIONS] -b PATH\n"
 "       sptrace [OPTIONS] -- CMD [ARGS...]\n"
 "Trace the sp probes of running processes or of a command and print one row\n"
 "per query: self and total time, counts, cache hits, blocked and\n"
 "incremental-load time, latency percentiles.\n"
 "\n"
 "  -p, --pid PID[,PID...]   trace these running processes\n"
+"  -b, --binary PATH        trace every process that runs or maps PATH,\n"
+"                           including those started later (repeatable)\n"
 "  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or exit)\n"
 "  -f, --format FMT         table (default), json or csv\n"
 "  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"

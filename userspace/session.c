@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +29,7 @@
 #include "commands.h"
 #include "log.h"
 #include "privileges.h"
+#include "proc_maps.h"
 #include "session.h"
 
 static uint64_t now_ns(void)
@@ -71,6 +75,13 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	switch (c) {
 	case 'p':
 		return parse_pids(o, arg) ? -EINVAL : 1;
+	case 'b':
+		if (o->nbinaries == SESSION_MAX_PIDS) {
+			sp_err("too many -b (at most %d)", SESSION_MAX_PIDS);
+			return -EINVAL;
+		}
+		o->binaries[o->nbinaries++] = arg;
+		return 1;
 	case 'd':
 		if (parse_double(arg, 0.001, 1e9, &o->duration_s)) {
 			sp_err("invalid duration '%s' (expected seconds > 0)", arg);
@@ -96,12 +107,12 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 
 int session_opts__check(const struct session_opts *o)
 {
-	if (!o->npids && !o->cmd) {
-		sp_err("nothing to trace: give -p PID or -- CMD (see --help)");
+	if (!o->npids && !o->cmd && !o->nbinaries) {
+		sp_err("nothing to trace: give -p PID, -b PATH or -- CMD (see --help)");
 		return -EINVAL;
 	}
-	if (o->npids && o->cmd) {
-		sp_err("give either -p PID or -- CMD, not both");
+	if (!!o->npids + !!o->cmd + !!o->nbinaries > 1) {
+		sp_err("give one of -p PID, -b PATH and -- CMD");
 		return -EINVAL;
 	}
 	return 0;
@@ -220,6 +231,81 @@ static int attach_pids(struct session *ss)
 	return 0;
 }
 
+/*
+ * -b PATH: every process that maps PATH, now or later. The uprobes are
+ * attached to the file for all processes (the kernel also raises the
+ * semaphores of processes that map it later); the processes themselves
+ * are found by a periodic scan of /proc, for reading names.
+ */
+static int attach_binaries(struct session *ss)
+{
+	const struct session_opts *o = ss->o;
+	struct stat st;
+	int i, n;
+
+	for (i = 0; i < o->nbinaries; i++) {
+		const char *path = o->binaries[i];
+
+		if (stat(path, &st)) {
+			sp_err("%s: %s (give the path of an executable or shared library)",
+			       path, strerror(errno));
+			return -errno;
+		}
+		ss->bin_ids[i].dev = st.st_dev;
+		ss->bin_ids[i].ino = st.st_ino;
+		n = attach_all(ss, -1, path);
+		if (n < 0)
+			return n;
+		if (!n) {
+			sp_err("%s: no sp probes in this file (instrument it with probes/sp_probe.h; see sptrace list %s)",
+			       path, path);
+			return -ENOENT;
+		}
+		sp_info("%s: %d probe sites attached for every process", path, n);
+	}
+	return 0;
+}
+
+/* Snapshots the address spaces of processes mapping a -b file, at most
+ * every 200 ms, so their query names can be read even after they exit. */
+static void scan_binaries(struct session *ss)
+{
+	const struct session_opts *o = ss->o;
+	struct dirent *de;
+	uint64_t now = now_ns();
+	DIR *d;
+
+	if (!o->nbinaries || now < ss->next_scan_ns)
+		return;
+	ss->next_scan_ns = now + 200000000ull;
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct proc_maps m = {};
+		long pid;
+		size_t j;
+		int i;
+
+		if (parse_long(de->d_name, 1, INT_MAX, &pid) ||
+		    pid == (long)getpid() || proc_maps__read((int)pid, &m))
+			continue;
+		for (j = 0; j < m.n; j++) {
+			for (i = 0; i < o->nbinaries; i++)
+				if (m.v[j].inode == ss->bin_ids[i].ino &&
+				    makedev(m.v[j].dev_major, m.v[j].dev_minor) ==
+					    ss->bin_ids[i].dev)
+					break;
+			if (i < o->nbinaries)
+				break;
+		}
+		if (j < m.n)
+			addr_spaces__snapshot(&ss->spaces, (pid_t)pid);
+		proc_maps__free(&m);
+	}
+	closedir(d);
+}
+
 static int start_command(struct session *ss)
 {
 	int err;
@@ -292,7 +378,8 @@ int session__start(struct session *ss)
 	err = load_all(ss);
 	if (err)
 		return err;
-	err = o->cmd ? start_command(ss) : attach_pids(ss);
+	err = o->cmd ? start_command(ss) :
+	      o->nbinaries ? attach_binaries(ss) : attach_pids(ss);
 	if (err)
 		return err;
 	/* Every site is attached: count from now on. */
@@ -390,7 +477,8 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 
 	while (!stop) {
 		/* Ticks for the callback and for the loader watch of -p. */
-		int timeout = fn || ss->dlw.nlinks ? 50 : -1, live = 0;
+		int timeout = fn || ss->dlw.nlinks || o->nbinaries ? 50 : -1;
+		int live = 0;
 
 		pfd[0] = (struct pollfd){ .fd = ss->sfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = fd, .events = POLLIN };
@@ -422,6 +510,7 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 			read_signals(ss, &stop);
 		if (!ss->launched && dl_watch__changed(&ss->dlw))
 			attach_late_libraries(ss);
+		scan_binaries(ss);
 		if (fn) {
 			err = fn(ctx);
 			if (err)
@@ -449,6 +538,8 @@ int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 	 * after its BEGIN is gone would count as unbalanced. */
 	arm_all(ss, false);
 	ss->stop_ns = now_ns();
+	ss->next_scan_ns = 0;
+	scan_binaries(ss);	/* the processes still there, for their names */
 	for (i = 0; i < ss->nproviders; i++)
 		ss->providers[i].detach(ss->providers[i].ctx);
 	/* What the ring buffer still holds was counted: drain it. */

@@ -22,6 +22,8 @@ struct session_opts {
 	pid_t pids[SESSION_MAX_PIDS];
 	int npids;
 	char **cmd;			/* launch mode */
+	const char *binaries[SESSION_MAX_PIDS];	/* -b: every process of */
+	int nbinaries;
 	double duration_s;		/* 0: until stopped */
 	unsigned int max_queries;	/* 0: default */
 	unsigned int max_threads;
@@ -77,6 +79,9 @@ struct session {
 	bool alive[SESSION_MAX_PIDS];
 	int child_status;
 	bool child_exited;
+	/* -b: the files traced, to find their processes for names. */
+	struct { uint64_t dev, ino; } bin_ids[SESSION_MAX_PIDS];
+	uint64_t next_scan_ns;
 	int stop_signal;
 	uint64_t start_ns, stop_ns;	/* CLOCK_MONOTONIC, armed..disarmed */
 };
@@ -84,9 +89,10 @@ struct session {
 /* Parses the options every tracing command shares; returns 1 if `c` was
  * one of them, 0 if not, -EINVAL after reporting a bad value. */
 int session_opts__parse(struct session_opts *o, int c, const char *arg);
-#define SESSION_SHORT_OPTS "p:d:"
+#define SESSION_SHORT_OPTS "p:d:b:"
 #define SESSION_LONG_OPTS                                                      \
 	{ "pid", required_argument, NULL, 'p' },                               \
+	{ "binary", required_argument, NULL, 'b' },                            \
 	{ "duration", required_argument, NULL, 'd' },                          \
 	{ "max-queries", required_argument, NULL, 0x1001 },                    \
 	{ "max-threads", required_argument, NULL, 0x1002 }

@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: MIT
+"""-b PATH traces every process that runs (or maps) PATH, including those
+started after sptrace attached, and names their queries."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from sptest import SPTRACE, check, eq, finish, require_bpf, rows, tmpfile
+
+GT = os.environ["GT_HOST"]
+LIB = os.path.join(os.path.dirname(GT), "libgthost.so")
+
+
+def trace_binary(path, runs):
+    out = tmpfile(".json")
+    tracer = subprocess.Popen([SPTRACE, "-b", path, "-f", "json", "-o", out],
+                              stderr=subprocess.PIPE, text=True)
+    check("tracing" in tracer.stderr.readline(), "-b %s: attached" % os.path.basename(path))
+    for _ in range(runs):   # each started after sptrace attached
+        subprocess.run([GT, "--threads", "1", "2"], stdout=subprocess.DEVNULL,
+                       check=True)
+        time.sleep(0.3)     # let the scan see it (names)
+    tracer.send_signal(signal.SIGINT)
+    eq(tracer.wait(timeout=30), 0, "-b: SIGINT ends the trace")
+    with open(out) as f:
+        s = json.load(f)
+    os.unlink(out)
+    return s
+
+
+require_bpf()
+s = trace_binary(GT, 3)
+r = rows(s)
+eq(r.get("inner", {}).get("count"), 3 * 4, "-b exe: inner of 3 processes started later")
+eq(r.get("outer", {}).get("count"), 3 * 2, "-b exe: outer of 3 processes")
+check("lib_query" not in r, "-b exe: the library's probes are not the exe's")
+check(not any(n.startswith("<") for n in r), "-b exe: every query named (%s)" % sorted(r))
+
+s = trace_binary(LIB, 2)
+r = rows(s)
+eq(sorted(r), ["lib_query", "warm_lib_query"], "-b library: only the library's queries")
+eq(r.get("lib_query", {}).get("count"), 2 * 2, "-b library: every call")
+
+p = subprocess.run([SPTRACE, "-b", "/nonexistent/prog"], capture_output=True, text=True)
+check(p.returncode != 0 and "/nonexistent/prog" in p.stderr, "-b missing file: clear error")
+p = subprocess.run([SPTRACE, "-b", "/bin/true", "-d", "1"], capture_output=True, text=True)
+check(p.returncode != 0 and "no sp probes" in p.stderr, "-b file without probes: clear error")
+finish()
