@@ -23,6 +23,7 @@ struct trace_env {
 	bool force;
 	struct report_opts ropts;
 	enum summary_sort sort;
+	bool per_pid;
 };
 
 static const char usage[] =
@@ -44,6 +45,7 @@ static const char usage[] =
 "                           blocked, incr, p50, p99, max\n"
 "      --hist               print each query's latency histogram\n"
 "      --percent-above P    hide rows with at most P%% of the self time\n"
+"      --per-pid            one row per query and process\n"
 "      --max-queries N      distinct (process, query) rows kept in the\n"
 "                           kernel (default %u)\n"
 "      --max-threads N      threads with open queries (default %u)\n"
@@ -57,7 +59,7 @@ static void print_usage(FILE *f)
 	fprintf(f, usage, SP_DEFAULT_MAX_QUERIES, SP_DEFAULT_MAX_THREADS);
 }
 
-enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE };
+enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE, OPT_PER_PID };
 
 static int parse_args(int argc, char **argv, struct trace_env *env)
 {
@@ -69,6 +71,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		{ "sort", required_argument, NULL, 's' },
 		{ "hist", no_argument, NULL, OPT_HIST },
 		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
+		{ "per-pid", no_argument, NULL, OPT_PER_PID },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -106,6 +109,9 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 			break;
 		case OPT_HIST:
 			env->ropts.hist = true;
+			break;
+		case OPT_PER_PID:
+			env->per_pid = true;
 			break;
 		case OPT_PERCENT_ABOVE:
 			if (parse_double(optarg, 0, 100,
@@ -164,6 +170,7 @@ int cmd_trace(int argc, char **argv)
 	if (output__precheck(env.output, env.force))
 		return 1;
 	summary__init(&s);
+	s.per_pid = env.per_pid;
 	session__init(&ss, &env.so);
 	query_provider__init(&qp, &p);
 	err = session__add(&ss, &p);

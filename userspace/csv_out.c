@@ -25,11 +25,14 @@ static void csv_u64(FILE *out, uint64_t v)
 	fprintf(out, ",%" PRIu64, v);
 }
 
-static void csv_query(FILE *out, const struct sp_query_row *r)
+static void csv_query(FILE *out, const struct summary *s,
+		      const struct sp_query_row *r)
 {
 	const struct sp_query_stats *st = &r->st;
 
 	escape__csv(out, r->name);
+	if (s->per_pid)
+		csv_u64(out, r->pid);
 	csv_u64(out, st->count);
 	csv_u64(out, st->self_ns);
 	csv_u64(out, st->total_ns);
@@ -52,8 +55,10 @@ int csv__write(FILE *out, const struct summary *s)
 
 	if (!s->finished)
 		return -EINVAL;
-	fputs(csv_header, out);
+	/* --per-pid adds the process after the name. */
+	fputs(s->per_pid ? "name,pid" : "name", out);
+	fputs(csv_header + strlen("name"), out);
 	for (i = 0; i < s->nrows; i++)
-		csv_query(out, &s->rows[i]);
+		csv_query(out, s, &s->rows[i]);
 	return report__flush(out);
 }

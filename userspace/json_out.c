@@ -36,12 +36,15 @@ static void json_hist(FILE *out, const struct sp_query_row *r)
 	fputc(']', out);
 }
 
-static void json_query(FILE *out, const struct sp_query_row *r)
+static void json_query(FILE *out, const struct summary *s,
+		       const struct sp_query_row *r)
 {
 	const struct sp_query_stats *st = &r->st;
 
 	fputs("{\"name\":", out);
 	escape__json(out, r->name);
+	if (s->per_pid)
+		json_u64(out, "pid", r->pid, true);
 	json_u64(out, "count", st->count, true);
 	json_u64(out, "self_ns", st->self_ns, true);
 	json_u64(out, "total_ns", st->total_ns, true);
@@ -72,7 +75,7 @@ int json__write(FILE *out, const struct summary *s)
 	fputs(",\n\"queries\":[", out);
 	for (i = 0; i < s->nrows; i++) {
 		fputs(i ? ",\n" : "\n", out);
-		json_query(out, &s->rows[i]);
+		json_query(out, s, &s->rows[i]);
 	}
 	fputs("\n],\n\"errors\":{", out);
 	json_u64(out, "unbalanced", summary__unbalanced(s), false);

@@ -145,9 +145,10 @@ static int read_queries(int fd, struct name_table *t,
 			sum.blocked_count += v->blocked_count;
 			sum.blocked_ns += v->blocked_ns;
 		}
-		err = summary__add_stats(s, name_of(t, as, key.tgid, key.name,
-						    fallback, sizeof(fallback)),
-					 &sum);
+		err = summary__add_stats_pid(s, name_of(t, as, key.tgid,
+							key.name, fallback,
+							sizeof(fallback)),
+					     key.tgid, &sum);
 		if (err)
 			break;
 	}
@@ -176,9 +177,10 @@ static int read_hist(int fd, struct name_table *t,
 			sum += vals[i];
 		if (!sum)
 			continue;
-		err = summary__add_hist(s, name_of(t, as, key.tgid, key.name,
-						   fallback, sizeof(fallback)),
-					key.bucket, sum);
+		err = summary__add_hist_pid(s, name_of(t, as, key.tgid,
+						       key.name, fallback,
+						       sizeof(fallback)),
+					    key.tgid, key.bucket, sum);
 		if (err)
 			break;
 	}

@@ -53,15 +53,21 @@ static uint32_t *index_slots(const struct summary *s)
 	return s->index;
 }
 
-/* Slot holding `name`, or the empty slot where it belongs. */
+static uint64_t row_hash(const char *name, uint32_t pid)
+{
+	return fnv1a(name) ^ ((uint64_t)pid * 0x9e3779b97f4a7c15ULL);
+}
+
+/* Slot holding (name, pid), or the empty slot where it belongs. */
 static uint32_t *index_find(const struct summary *s, const char *name,
-			    uint64_t hash)
+			    uint32_t pid, uint64_t hash)
 {
 	uint32_t *slots = index_slots(s);
 	size_t mask = 2 * (size_t)s->rows_cap - 1;
 	size_t i = hash & mask;
 
-	while (slots[i] && strcmp(s->rows[slots[i] - 1].name, name))
+	while (slots[i] && (s->rows[slots[i] - 1].pid != pid ||
+			    strcmp(s->rows[slots[i] - 1].name, name)))
 		i = (i + 1) & mask;
 	return &slots[i];
 }
@@ -74,7 +80,8 @@ static void index_rebuild(struct summary *s)
 		return;
 	memset(index_slots(s), 0, 2 * (size_t)s->rows_cap * sizeof(uint32_t));
 	for (i = 0; i < s->nrows; i++)
-		*index_find(s, s->rows[i].name, fnv1a(s->rows[i].name)) = i + 1;
+		*index_find(s, s->rows[i].name, s->rows[i].pid,
+			    row_hash(s->rows[i].name, s->rows[i].pid)) = i + 1;
 }
 
 static int rows_grow(struct summary *s)
@@ -104,16 +111,20 @@ static int rows_grow(struct summary *s)
 	return 0;
 }
 
-/* The row named `name`, created empty on first use; NULL on ENOMEM. */
-static struct sp_query_row *summary__row(struct summary *s, const char *name)
+/* The row (name, pid), created empty on first use; NULL on ENOMEM. */
+static struct sp_query_row *summary__row(struct summary *s, const char *name,
+					 uint32_t pid)
 {
-	uint64_t hash = fnv1a(name);
+	uint64_t hash;
 	struct sp_query_row *r;
 	uint32_t *slot;
 	char *copy;
 
+	if (!s->per_pid)
+		pid = 0;
+	hash = row_hash(name, pid);
 	if (s->rows) {
-		slot = index_find(s, name, hash);
+		slot = index_find(s, name, pid, hash);
 		if (*slot)
 			return &s->rows[*slot - 1];
 	}
@@ -125,8 +136,9 @@ static struct sp_query_row *summary__row(struct summary *s, const char *name)
 	r = &s->rows[s->nrows];
 	memset(r, 0, sizeof(*r));
 	r->name = copy;
+	r->pid = pid;
 	/* Looked up again: growing moved the index. */
-	slot = index_find(s, name, hash);
+	slot = index_find(s, name, pid, hash);
 	*slot = ++s->nrows;
 	return r;
 }
@@ -152,12 +164,18 @@ void summary__free(struct summary *s)
 int summary__add_stats(struct summary *s, const char *name,
 		       const struct sp_query_stats *st)
 {
+	return summary__add_stats_pid(s, name, 0, st);
+}
+
+int summary__add_stats_pid(struct summary *s, const char *name, uint32_t pid,
+			   const struct sp_query_stats *st)
+{
 	struct sp_query_stats *q;
 	struct sp_query_row *r;
 
 	if (!name || !st)
 		return -EINVAL;
-	r = summary__row(s, name);
+	r = summary__row(s, name, pid);
 	if (!r)
 		return -ENOMEM;
 	q = &r->st;
@@ -220,12 +238,18 @@ static int bins_insert(struct sp_query_row *r, unsigned int at,
 int summary__add_hist(struct summary *s, const char *name, uint32_t bucket,
 		      uint64_t count)
 {
+	return summary__add_hist_pid(s, name, 0, bucket, count);
+}
+
+int summary__add_hist_pid(struct summary *s, const char *name, uint32_t pid,
+			  uint32_t bucket, uint64_t count)
+{
 	struct sp_query_row *r;
 	unsigned int at;
 
 	if (!name || bucket >= SP_HIST_BUCKETS)
 		return -EINVAL;
-	r = summary__row(s, name);
+	r = summary__row(s, name, pid);
 	if (!r)
 		return -ENOMEM;
 	s->finished = false;
@@ -275,8 +299,19 @@ void summary__finish(struct summary *s)
 	s->finished = true;
 }
 
-/* Descending by one figure, ties ascending by name so output is stable
- * across runs (qsort is not a stable sort). */
+/* Ties ascending by name, then pid, so output is stable across runs
+ * (qsort is not a stable sort). */
+static int cmp_name_pid(const struct sp_query_row *x,
+			const struct sp_query_row *y)
+{
+	int c = strcmp(x->name, y->name);
+
+	if (c || x->pid == y->pid)
+		return c;
+	return x->pid < y->pid ? -1 : 1;
+}
+
+/* Descending by one figure. */
 #define DEFINE_CMP_DESC(fn, field)					\
 static int fn(const void *a, const void *b)				\
 {									\
@@ -284,7 +319,7 @@ static int fn(const void *a, const void *b)				\
 									\
 	if (x->field != y->field)					\
 		return x->field < y->field ? 1 : -1;			\
-	return strcmp(x->name, y->name);				\
+	return cmp_name_pid(x, y);					\
 }
 
 DEFINE_CMP_DESC(cmp_self, st.self_ns)
@@ -299,9 +334,7 @@ DEFINE_CMP_DESC(cmp_max, st.max_ns)
 
 static int cmp_name(const void *a, const void *b)
 {
-	const struct sp_query_row *x = a, *y = b;
-
-	return strcmp(x->name, y->name);
+	return cmp_name_pid(a, b);
 }
 
 static const struct {

@@ -15,6 +15,7 @@
 
 struct sp_query_row {
 	char *name;			/* owned, NUL-terminated, any bytes */
+	uint32_t pid;			/* with per_pid: the process; else 0 */
 	struct sp_query_stats st;	/* summed over CPUs/processes */
 	struct sp_hist_bin *bins;	/* sorted by bucket, owned */
 	unsigned int nbins;
@@ -32,6 +33,7 @@ struct summary {
 	uint32_t *index;		/* name hash -> row + 1; 2 * rows_cap */
 	uint64_t errors[SP_ERR__MAX];	/* summed over CPUs */
 	uint64_t lost;			/* events lost on the way (record) */
+	bool per_pid;			/* rows are (name, pid), not name */
 	bool finished;
 };
 
@@ -52,6 +54,12 @@ int summary__add_stats(struct summary *s, const char *name,
  * (-EINVAL for a bucket >= SP_HIST_BUCKETS). */
 int summary__add_hist(struct summary *s, const char *name, uint32_t bucket,
 		      uint64_t count);
+/* The same for the row (name, pid): with s->per_pid set, rows of other
+ * processes stay apart; without it, pid is ignored. */
+int summary__add_stats_pid(struct summary *s, const char *name, uint32_t pid,
+			   const struct sp_query_stats *st);
+int summary__add_hist_pid(struct summary *s, const char *name, uint32_t pid,
+			  uint32_t bucket, uint64_t count);
 
 /* Computes total_self_ns and each row's percentiles; sorts by self time. */
 void summary__finish(struct summary *s);

@@ -369,6 +369,16 @@ static int table_build(struct text_table *t, const struct summary *s,
 			continue;
 		l = (struct line){ .st = &r->st, .p50_ns = r->p50_ns,
 				   .p99_ns = r->p99_ns };
+		if (s->per_pid) {
+			/* --per-pid: the process goes with the name. */
+			char *item;
+
+			if (asprintf(&item, "%s [pid %u]", r->name, r->pid) < 0)
+				return -ENOMEM;
+			err = line_add(t, s, item, &l);
+			free(item);
+			continue;
+		}
 		err = line_add(t, s, r->name, &l);
 	}
 	return err;

@@ -13,9 +13,10 @@ GT = os.environ["GT_HOST"]
 LIB = os.path.join(os.path.dirname(GT), "libgthost.so")
 
 
-def trace_binary(path, runs):
+def trace_binary(path, runs, *extra):
     out = tmpfile(".json")
-    tracer = subprocess.Popen([SPTRACE, "-b", path, "-f", "json", "-o", out],
+    tracer = subprocess.Popen([SPTRACE, "-b", path, "-f", "json", "-o", out] +
+                              list(extra),
                               stderr=subprocess.PIPE, text=True)
     check("tracing" in tracer.stderr.readline(), "-b %s: attached" % os.path.basename(path))
     for _ in range(runs):   # each started after sptrace attached
@@ -37,6 +38,11 @@ eq(r.get("inner", {}).get("count"), 3 * 4, "-b exe: inner of 3 processes started
 eq(r.get("outer", {}).get("count"), 3 * 2, "-b exe: outer of 3 processes")
 check("lib_query" not in r, "-b exe: the library's probes are not the exe's")
 check(not any(n.startswith("<") for n in r), "-b exe: every query named (%s)" % sorted(r))
+
+s = trace_binary(GT, 3, "--per-pid")
+inner = [q for q in s["queries"] if q["name"] == "inner"]
+eq([q["count"] for q in inner], [4, 4, 4], "--per-pid: one inner row per process")
+eq(len({q["pid"] for q in inner}), 3, "--per-pid: three distinct pids")
 
 s = trace_binary(LIB, 2)
 r = rows(s)
