@@ -213,6 +213,8 @@ static __always_inline void capture_name(const struct sp_query_key *key)
 	struct sp_name *tmpl, *n;
 	__u32 zero = 0;
 
+	if (key->name & SP_FUNC_TAG)
+		return;	/* --func: the loader names it from its table */
 	tmpl = bpf_map_lookup_elem(&zero_name, &zero);
 	if (!tmpl)
 		return;
@@ -274,12 +276,16 @@ static __always_inline void hist_add(__u32 tgid, __u64 name, __u64 ns)
 	count_error(SP_ERR_HIST_FULL, 1);
 }
 
-static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
-				    __u32 ev)
+/*
+ * BEGIN of an interval named `name`. `sp` is 0 for sp probes; for --func
+ * entries it is the stack pointer, saved in the frame so that frames a
+ * longjmp or an exception skipped can be recognised and dropped.
+ */
+static __always_inline int begin(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	__u64 name = probe_arg(ctx, 0);
 	struct sp_thread_stack *st;
+	__u32 n;
 
 	if (!armed)
 		return 0;
@@ -287,15 +293,30 @@ static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
 	st = thread_stack((__u32)id, id >> 32, true);
 	if (!st)
 		return 0;
-	if (sp_stack_push(st, name, kind, now))
+	if (sp) {
+		n = sp_stack_unwind(st, sp);
+		if (n)
+			count_error(SP_ERR_FUNC_UNWOUND, n);
+	}
+	if (sp_stack_push(st, name, kind, now)) {
 		count_error(SP_ERR_STACK_OVERFLOW, 1);
+		return 0;
+	}
+	if (sp && st->depth > 0 && st->depth <= SP_MAX_DEPTH)
+		st->frames[(st->depth - 1) & (SP_MAX_DEPTH - 1)].sp = sp;
 	return 0;
 }
 
-static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
+static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
+				    __u32 ev)
+{
+	return begin(probe_arg(ctx, 0), kind, ev, 0);
+}
+
+/* END of an interval; `sp` as for begin(), for --func returns. */
+static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	__u64 name = probe_arg(ctx, 0);
 	__u32 tgid = id >> 32;
 	struct sp_thread_stack *st;
 	struct sp_query_stats *row;
@@ -309,6 +330,12 @@ static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 	if (!st) {
 		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
 		return 0;
+	}
+	if (sp) {
+		__u32 n = sp_stack_unwind(st, sp);
+
+		if (n)
+			count_error(SP_ERR_FUNC_UNWOUND, n);
 	}
 	r = sp_stack_pop(st, name, kind, now, &c);
 	if (r == SP_POP_OVERFLOWED)
@@ -344,6 +371,11 @@ static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 		break;
 	}
 	return 0;
+}
+
+static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
+{
+	return end(probe_arg(ctx, 0), kind, ev, 0);
 }
 
 SEC("uprobe")
@@ -427,6 +459,26 @@ int sp_thread_name(struct pt_regs *ctx)
 		count_error(SP_ERR_NAME_READ, 1);
 	}
 	return 0;
+}
+
+/*
+ * --func: plain functions. The cookie is the row's name (SP_FUNC_TAG |
+ * index); the stack pointer tells unwound frames apart. At a return probe
+ * `ret` has popped the return address: the function entered at sp - 8.
+ */
+SEC("uprobe")
+int sp_func_entry(struct pt_regs *ctx)
+{
+	return begin(bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
+		     SP_EV_QUERY_BEGIN, CTX_REG(ctx, rsp));
+}
+
+SEC("uretprobe")
+int sp_func_return(struct pt_regs *ctx)
+{
+	/* Frames entered below sp - 8 are gone; sp - 8 is this one. */
+	return end(bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
+		   SP_EV_QUERY_END, CTX_REG(ctx, rsp) - 16);
 }
 
 /* Marks and typed allocations are recorded here; their aggregation

@@ -222,14 +222,38 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 	return 1;
 }
 
+#define SP_BPF_F_UPROBE_MULTI_RETURN 1
+
+/* One uprobe_multi link: `n` offsets of `open_path`. fd or -errno. */
+static int multi_link(struct bpf_program *prog, pid_t pid,
+		      const char *open_path, const uint64_t *offs,
+		      const uint64_t *refs, const uint64_t *cookies, size_t n,
+		      bool ret)
+{
+	struct sp_uprobe_multi_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = (__u32)bpf_program__fd(prog);
+	attr.attach_type = SP_BPF_TRACE_UPROBE_MULTI;
+	attr.path = (__u64)(uintptr_t)open_path;
+	attr.offsets = (__u64)(uintptr_t)offs;
+	attr.ref_ctr_offsets = (__u64)(uintptr_t)refs;
+	attr.cookies = (__u64)(uintptr_t)cookies;
+	attr.cnt = (__u32)n;
+	attr.um_flags = ret ? SP_BPF_F_UPROBE_MULTI_RETURN : 0;
+	attr.pid = pid > 0 ? (__u32)pid : 0;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
 /* Every site of `prog`'s probe in f as one uprobe_multi link. Returns the
  * number of sites attached or -errno. */
 static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 			const char *path, const struct usdt_file *f,
 			const char *probe, struct bpf_program *prog)
 {
-	struct sp_uprobe_multi_attr attr;
-	__u64 *offs, *refs, *cookies;
+	uint64_t *offs, *refs, *cookies;
 	size_t i, n = 0;
 	int fd, err = 0;
 
@@ -254,18 +278,9 @@ static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 	}
 	if (!n)
 		goto out;
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_fd = (__u32)bpf_program__fd(prog);
-	attr.attach_type = SP_BPF_TRACE_UPROBE_MULTI;
-	attr.path = (__u64)(uintptr_t)open_path;
-	attr.offsets = (__u64)(uintptr_t)offs;
-	attr.ref_ctr_offsets = (__u64)(uintptr_t)refs;
-	attr.cookies = (__u64)(uintptr_t)cookies;
-	attr.cnt = (__u32)n;
-	attr.pid = pid > 0 ? (__u32)pid : 0;
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	fd = multi_link(prog, pid, open_path, offs, refs, cookies, n, false);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		sp_err("%s: cannot attach %zu sites of probe %s:%s: %s", path, n,
 		       a->provider, probe, strerror(-err));
 		goto out;
@@ -414,4 +429,78 @@ out:
 	free(paths);
 	proc_maps__free(&maps);
 	return err;
+}
+
+static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
+				    const struct stat *st, const char *path,
+				    size_t first)
+{
+	struct attached_obj *o;
+
+	if (a->nobjs == a->objs_cap) {
+		size_t cap = a->objs_cap ? a->objs_cap * 2 : 16;
+		struct attached_obj *v = realloc(a->objs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		a->objs = v;
+		a->objs_cap = cap;
+	}
+	o = &a->objs[a->nobjs];
+	o->path = strdup(path);
+	if (!o->path)
+		return NULL;
+	o->pid = pid;
+	o->dev = st->st_dev;
+	o->ino = st->st_ino;
+	o->first_link = first;
+	o->nlinks = a->nlinks - first;
+	a->nobjs++;
+	return o;
+}
+
+int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
+			   const char *path, const uint64_t *offsets,
+			   const uint64_t *cookies, size_t n,
+			   struct bpf_program *entry, struct bpf_program *ret)
+{
+	size_t first = a->nlinks, i, k;
+	struct stat st;
+	int err = 0, fd;
+
+	if (stat(open_path, &st))
+		return -errno;
+	if (find_obj(a, pid, st.st_dev, st.st_ino) || !n)
+		return 0;
+	for (k = 0; k < 2 && !err; k++) {
+		struct bpf_program *prog = k ? ret : entry;
+
+		if (a->multi) {
+			fd = multi_link(prog, pid, open_path, offsets, NULL,
+					cookies, n, k == 1);
+			err = fd < 0 ? fd : push_link(a, NULL, fd);
+			if (err && fd >= 0)
+				close(fd);
+			continue;
+		}
+		for (i = 0; i < n && !err; i++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = k == 1,
+				    .bpf_cookie = cookies[i]);
+			struct bpf_link *l;
+
+			l = bpf_program__attach_uprobe_opts(prog, pid, open_path,
+							    offsets[i], &opts);
+			err = l ? push_link(a, l, -1) : -errno;
+		}
+	}
+	if (!err && !add_obj(a, pid, &st, path, first))
+		err = -ENOMEM;
+	if (err) {
+		sp_err("%s: cannot attach --func probes to %zu functions: %s",
+		       path, n, strerror(-err));
+		rollback(a, first);
+		return err;
+	}
+	a->nsites += 2 * n;
+	return (int)n;
 }

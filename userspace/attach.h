@@ -73,6 +73,17 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
  */
 int attacher__attach_pid(struct attacher *a, pid_t pid);
 
+/*
+ * --func: an entry and a return probe on each of `n` functions of the file
+ * (`offsets` file offsets, `cookies` their row names). Once per (pid, file)
+ * for this attacher; all or nothing. Returns n, 0 if attached already, or
+ * -errno.
+ */
+int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
+			   const char *path, const uint64_t *offsets,
+			   const uint64_t *cookies, size_t n,
+			   struct bpf_program *entry, struct bpf_program *ret);
+
 /* Total number of sites of bound probes found in `pid`'s attached files. */
 size_t attacher__sites(const struct attacher *a);
 

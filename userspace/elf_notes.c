@@ -31,6 +31,7 @@
  * binary truncated while we read it gives an error rather than SIGBUS.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -627,4 +628,159 @@ cleanup:
 	elf_ctx__close(&ctx);
 	close(fd);
 	return err;
+}
+
+static bool is_go_binary(const struct elf_ctx *ctx)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+	GElf_Shdr sh;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(ctx->elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(ctx->elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(ctx->elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".go.buildinfo") ||
+			     !strcmp(name, ".gopclntab")))
+			return true;
+	}
+	return false;
+}
+
+/* The C++ ABI's demangler (libstdc++): --func matches and names C++
+ * functions by what their authors wrote, not by their mangled symbol. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
+			    int *status);
+
+static char *demangle(const char *name)
+{
+	int status = -1;
+	char *d;
+
+	if (strncmp(name, "_Z", 2))
+		return NULL;
+	d = __cxa_demangle(name, NULL, NULL, &status);
+	if (status) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+static int add_function(struct elf_functions *fns, const char *name,
+			uint64_t vaddr, uint64_t off)
+{
+	struct elf_function *v;
+
+	v = realloc(fns->v, (fns->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	fns->v = v;
+	v[fns->n].name = strdup(name);
+	if (!v[fns->n].name)
+		return -ENOMEM;
+	v[fns->n].vaddr = vaddr;
+	v[fns->n].offset = off;
+	fns->n++;
+	return 0;
+}
+
+static int function_cmp(const void *a, const void *b)
+{
+	const struct elf_function *x = a, *y = b;
+
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+int elf_functions(const char *path, const char *glob,
+		  struct elf_functions *out)
+{
+	static const Elf64_Word types[] = { SHT_SYMTAB, SHT_DYNSYM };
+	struct elf_ctx ctx = { 0 };
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	GElf_Sym s;
+	size_t t;
+	int fd, err, i;
+
+	memset(out, 0, sizeof(*out));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = elf_ctx__open(fd, &ctx);
+	if (err)
+		goto cleanup;
+	out->go = is_go_binary(&ctx);
+	for (t = 0; !err && t < sizeof(types) / sizeof(types[0]); t++) {
+		for (scn = NULL; !err && (scn = elf_nextscn(ctx.elf, scn));) {
+			Elf_Data *data;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != types[t])
+				continue;
+			data = elf_getdata(scn, NULL);
+			for (i = 0; !err && data && gelf_getsym(data, i, &s);
+			     i++) {
+				const char *name;
+				uint64_t off;
+				char *dm;
+
+				name = elf_strptr(ctx.elf, sh.sh_link, s.st_name);
+				if (name && (!strcmp(name, "__cxa_throw") ||
+					     !strcmp(name, "__cxa_rethrow") ||
+					     !strcmp(name, "_Unwind_RaiseException")))
+					out->throws = true;
+				if (GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+				    s.st_shndx == SHN_UNDEF || !s.st_value)
+					continue;
+				if (!name || !*name)
+					continue;
+				dm = demangle(name);
+				if (fnmatch(glob, dm ? dm : name, 0) &&
+				    fnmatch(glob, name, 0)) {
+					free(dm);
+					continue;
+				}
+				if (!vaddr_to_offset(&ctx, s.st_value, PF_X,
+						     true, &off))
+					err = add_function(out, dm ? dm : name,
+							   s.st_value, off);
+				free(dm);
+			}
+		}
+	}
+	if (!err && out->n > 1) {
+		/* The same function in .symtab and .dynsym: keep one. */
+		size_t i, j;
+
+		qsort(out->v, out->n, sizeof(out->v[0]), function_cmp);
+		for (i = 1, j = 0; i < out->n; i++) {
+			if (!function_cmp(&out->v[i], &out->v[j])) {
+				free(out->v[i].name);
+				continue;
+			}
+			out->v[++j] = out->v[i];
+		}
+		out->n = j + 1;
+	}
+cleanup:
+	elf_ctx__close(&ctx);
+	close(fd);
+	if (err)
+		elf_functions__free(out);
+	return err;
+}
+
+void elf_functions__free(struct elf_functions *fns)
+{
+	size_t i;
+
+	for (i = 0; i < fns->n; i++)
+		free(fns->v[i].name);
+	free(fns->v);
+	memset(fns, 0, sizeof(*fns));
 }

@@ -70,4 +70,25 @@ size_t usdt_file__count(const struct usdt_file *f, const char *provider);
 int elf_symbol_offset(const char *path, const char *sym, uint64_t *vaddr,
 		      uint64_t *offset);
 
+/* Defined functions (STT_FUNC) of an ELF file whose names match a
+ * fnmatch(3) pattern, from .symtab and .dynsym. C++ symbols are matched
+ * and named demangled ("ns::f(int)"), and match by their mangled name too. */
+struct elf_function {
+	char *name;
+	uint64_t vaddr;
+	uint64_t offset;	/* file offset, for a uprobe */
+};
+
+struct elf_functions {
+	struct elf_function *v;
+	size_t n;
+	bool go;		/* a Go binary (.go.buildinfo / .gopclntab) */
+	bool throws;		/* uses or defines __cxa_throw & co. */
+};
+
+/* 0 (n may be 0) or -errno. */
+int elf_functions(const char *path, const char *glob,
+		  struct elf_functions *out);
+void elf_functions__free(struct elf_functions *fns);
+
 #endif /* SPTRACE_ELF_NOTES_H */

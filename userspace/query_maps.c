@@ -25,7 +25,7 @@ _Static_assert(sizeof(struct sp_hist_key) == 16, "sp_hist_key layout");
 _Static_assert(sizeof(struct sp_query_stats) == 80, "sp_query_stats layout");
 _Static_assert(offsetof(struct sp_thread_stack, frames) == 16,
 	       "sp_thread_stack layout");
-_Static_assert(sizeof(struct sp_frame) == 32, "sp_frame layout");
+_Static_assert(sizeof(struct sp_frame) == 40, "sp_frame layout");
 _Static_assert(sizeof(struct sp_thread_name) == 8 + SP_THREAD_NAME_LEN,
 	       "sp_thread_name layout");
 
@@ -37,6 +37,8 @@ struct name_entry {
 struct name_table {
 	struct name_entry *v;
 	size_t n, cap;
+	const char *const *fnames;	/* --func rows, by index */
+	size_t nfnames;
 	uint64_t unresolved;	/* names neither BPF nor we could read */
 };
 
@@ -101,6 +103,11 @@ static const char *name_of(struct name_table *t,
 	struct sp_query_key key = { .name = name, .tgid = tgid };
 	struct name_entry *e;
 
+	if (name & SP_FUNC_TAG) {
+		__u64 i = name & ~SP_FUNC_TAG;
+
+		return i < t->nfnames ? t->fnames[i] : "<unknown function>";
+	}
 	e = t->n ? bsearch(&key, t->v, t->n, sizeof(t->v[0]), key_cmp) : NULL;
 	if (e)
 		return e->str;
@@ -208,9 +215,10 @@ static int read_errors(int fd, struct summary *s, int ncpus)
 }
 
 int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
+		     const char *const *fnames, size_t nfnames,
 		     struct summary *s)
 {
-	struct name_table t = {};
+	struct name_table t = { .fnames = fnames, .nfnames = nfnames };
 	int ncpus = libbpf_num_possible_cpus(), err;
 	size_t i;
 

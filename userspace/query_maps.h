@@ -13,8 +13,10 @@ struct query_bpf;
 struct addr_spaces;
 
 /* Fills s from the maps of a loaded query program; names the BPF side could
- * not read are read through `as`. 0 or -errno. */
+ * not read are read through `as`; --func rows are named from `fnames`.
+ * 0 or -errno. */
 int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
+		     const char *const *fnames, size_t nfnames,
 		     struct summary *s);
 /* Events the ring buffer could not take, summed over CPUs. 0 or -errno. */
 int query_maps__lost(struct query_bpf *skel, uint64_t *lost);

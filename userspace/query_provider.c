@@ -5,11 +5,17 @@
  * its program, and gates counting with the program's `armed` flag.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include <sptrace/record_abi.h>
+#include "elf_notes.h"
 #include "log.h"
+#include "proc_maps.h"
 #include "privileges.h"
 #include "query.skel.h"
 #include "query_maps.h"
@@ -117,16 +123,157 @@ static int qp_load(void *ctx, const struct session_opts *o)
 			strerror(errno));
 	attacher__init(&qp->att, "sp", qp->bindings, bind_probes(qp),
 		       qp->multi);
+	attacher__init(&qp->fatt, "", NULL, 0, qp->multi);
 	return 0;
+}
+
+/* Does --func spec `spec` ([LIB:]GLOB) apply to the file `path`? A bare
+ * GLOB applies to the executable; LIB matches a path or a file name
+ * prefix ("libc" matches libc.so.6). Sets *glob. */
+static bool func_spec_applies(const char *spec, const char *path, bool exe,
+			      const char **glob)
+{
+	const char *colon = strchr(spec, ':'), *base = strrchr(path, '/');
+	size_t len;
+
+	base = base ? base + 1 : path;
+	if (!colon) {
+		*glob = spec;
+		return exe;
+	}
+	*glob = colon + 1;
+	len = (size_t)(colon - spec);
+	if (strchr(spec, '/') && strchr(spec, '/') < colon)
+		return strlen(path) == len && !strncmp(path, spec, len);
+	return !strncmp(base, spec, len);
+}
+
+/* --func: entry and return probes on the matching functions of one file. */
+static int attach_funcs(struct query_provider *qp, pid_t pid,
+			const char *open_path, const char *path, bool exe)
+{
+	struct elf_functions fns;
+	uint64_t *offs = NULL, *cookies = NULL;
+	const char *glob;
+	size_t i, n = 0;
+	int k, err = 0;
+
+	for (k = 0; k < qp->o->nfuncs && !err; k++) {
+		if (!func_spec_applies(qp->o->funcs[k], path, exe, &glob))
+			continue;
+		err = elf_functions(open_path, glob, &fns);
+		if (err) {
+			sp_err("%s: cannot read its symbols for --func: %s", path,
+			       strerror(-err));
+			break;
+		}
+		if (fns.throws && fns.n && !qp->o->func_unsafe) {
+			/* A return probe replaces the return address on the
+			 * stack; the C++ unwinder finds no unwind data for it
+			 * and calls std::terminate(). */
+			sp_err("%s: C++ exceptions (it uses __cxa_throw): a throw through a function with a --func return probe aborts the program; refused (instrument with SP_SCOPE, or --func-unsafe if no exception crosses these functions)",
+			       path);
+			elf_functions__free(&fns);
+			err = -EOPNOTSUPP;
+			break;
+		}
+		if (fns.go && fns.n) {
+			sp_err("%s: a Go binary: --func refuses return probes there (Go moves stacks, and a return probe corrupts them)",
+			       path);
+			elf_functions__free(&fns);
+			err = -EOPNOTSUPP;
+			break;
+		}
+		offs = realloc(offs, (n + fns.n + 1) * sizeof(*offs));
+		cookies = realloc(cookies, (n + fns.n + 1) * sizeof(*cookies));
+		if (!offs || !cookies) {
+			elf_functions__free(&fns);
+			err = -ENOMEM;
+			break;
+		}
+		for (i = 0; i < fns.n && !err; i++) {
+			char **v = realloc(qp->fnames,
+					   (qp->nfnames + 1) * sizeof(*v));
+
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			qp->fnames = v;
+			v[qp->nfnames] = fns.v[i].name;	/* taken over */
+			fns.v[i].name = NULL;
+			offs[n] = fns.v[i].offset;
+			cookies[n] = SP_FUNC_TAG | qp->nfnames++;
+			n++;
+		}
+		elf_functions__free(&fns);
+	}
+	if (!err && n)
+		err = attacher__attach_funcs(&qp->fatt, pid, open_path, path,
+					     offs, cookies, n,
+					     qp->skel->progs.sp_func_entry,
+					     qp->skel->progs.sp_func_return);
+	free(offs);
+	free(cookies);
+	return err;
+}
+
+/* --func on a running process: every executable mapping it has. */
+static int attach_funcs_pid(struct query_provider *qp, pid_t pid)
+{
+	struct proc_maps m = {};
+	const char **paths = NULL;
+	struct stat exe_st, st;
+	char exe[64], open_path[96];
+	size_t np = 0, i, j;
+	int err, total = 0;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	if (stat(exe, &exe_st))
+		return -errno;
+	err = proc_maps__read(pid, &m);
+	if (!err)
+		err = proc_maps__exec_files(&m, &paths, &np);
+	for (i = 0; !err && i < np; i++) {
+		for (j = 0; j < m.n; j++)
+			if (m.v[j].path && !strcmp(m.v[j].path, paths[i]))
+				break;
+		snprintf(open_path, sizeof(open_path),
+			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+			 m.v[j].start, m.v[j].end);
+		if (stat(open_path, &st))
+			continue;
+		err = attach_funcs(qp, pid, open_path, paths[i],
+				   st.st_dev == exe_st.st_dev &&
+				   st.st_ino == exe_st.st_ino);
+		if (err > 0)
+			total += err;
+		if (err > 0)
+			err = 0;
+	}
+	free(paths);
+	proc_maps__free(&m);
+	return err ? err : total;
 }
 
 static int qp_attach(void *ctx, pid_t pid, const char *path)
 {
 	struct query_provider *qp = ctx;
+	int n, f = 0;
 
 	if (path)
-		return attacher__attach_file(&qp->att, pid, path, path);
-	return attacher__attach_pid(&qp->att, pid);
+		n = attacher__attach_file(&qp->att, pid, path, path);
+	else
+		n = attacher__attach_pid(&qp->att, pid);
+	if (n < 0 || !qp->o->nfuncs)
+		return n;
+	if (path)
+		f = attach_funcs(qp, pid, path, path, true);
+	else
+		f = attach_funcs_pid(qp, pid);
+	if (f < 0)
+		return f;
+	return n + 2 * f;
 }
 
 static void qp_arm(void *ctx, bool on)
@@ -141,6 +288,7 @@ static void qp_detach(void *ctx)
 	struct query_provider *qp = ctx;
 
 	attacher__destroy(&qp->att);
+	attacher__destroy(&qp->fatt);
 }
 
 static void qp_destroy(void *ctx)
@@ -148,6 +296,12 @@ static void qp_destroy(void *ctx)
 	struct query_provider *qp = ctx;
 
 	attacher__destroy(&qp->att);
+	attacher__destroy(&qp->fatt);
+	for (size_t i = 0; i < qp->nfnames; i++)
+		free(qp->fnames[i]);
+	free(qp->fnames);
+	qp->fnames = NULL;
+	qp->nfnames = 0;
 	bpf_link__destroy(qp->exit_link);
 	query_bpf__destroy(qp->skel);
 	qp->exit_link = NULL;
@@ -171,7 +325,8 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 	int err;
 
 	s->duration_ns = session__duration(ss);
-	err = query_maps__read(qp->skel, &ss->spaces, s);
+	err = query_maps__read(qp->skel, &ss->spaces,
+			       (const char *const *)qp->fnames, qp->nfnames, s);
 	if (err)
 		sp_err("cannot read the BPF maps: %s", strerror(-err));
 	return err;

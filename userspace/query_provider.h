@@ -18,6 +18,9 @@ struct query_provider {
 	struct attacher att;
 	struct probe_binding bindings[16];
 	bool multi;			/* uprobe_multi links */
+	struct attacher fatt;		/* --func probes */
+	char **fnames;			/* --func: row names, by index */
+	size_t nfnames;
 	struct bpf_link *exit_link;	/* thread-exit tracepoint */
 	const struct session_opts *o;
 };

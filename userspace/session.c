@@ -88,6 +88,20 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 			return -EINVAL;
 		}
 		return 1;
+	case 0x1003:
+		if (o->nfuncs == SESSION_MAX_FUNCS) {
+			sp_err("too many --func (at most %d)", SESSION_MAX_FUNCS);
+			return -EINVAL;
+		}
+		if (!*arg || arg[strlen(arg) - 1] == ':') {
+			sp_err("invalid --func '%s' (expected GLOB or LIB:GLOB)", arg);
+			return -EINVAL;
+		}
+		o->funcs[o->nfuncs++] = arg;
+		return 1;
+	case 0x1004:
+		o->func_unsafe = true;
+		return 1;
 	case 0x1001:
 	case 0x1002:
 		if (parse_long(arg, 16, 1 << 24, &v)) {

@@ -16,6 +16,7 @@
 #include "launch.h"
 
 #define SESSION_MAX_PIDS 256
+#define SESSION_MAX_FUNCS 32
 
 
 struct session_opts {
@@ -24,6 +25,9 @@ struct session_opts {
 	char **cmd;			/* launch mode */
 	const char *binaries[SESSION_MAX_PIDS];	/* -b: every process of */
 	int nbinaries;
+	const char *funcs[SESSION_MAX_FUNCS];	/* --func [LIB:]GLOB */
+	int nfuncs;
+	bool func_unsafe;		/* --func-unsafe: also where C++ throws */
 	double duration_s;		/* 0: until stopped */
 	unsigned int max_queries;	/* 0: default */
 	unsigned int max_threads;
@@ -95,7 +99,9 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 	{ "binary", required_argument, NULL, 'b' },                            \
 	{ "duration", required_argument, NULL, 'd' },                          \
 	{ "max-queries", required_argument, NULL, 0x1001 },                    \
-	{ "max-threads", required_argument, NULL, 0x1002 }
+	{ "max-threads", required_argument, NULL, 0x1002 },                    \
+	{ "func", required_argument, NULL, 0x1003 },                           \
+	{ "func-unsafe", no_argument, NULL, 0x1004 }
 /* Cross-option checks; reports and returns -EINVAL. */
 int session_opts__check(const struct session_opts *o);
 

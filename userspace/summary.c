@@ -32,6 +32,7 @@ static const char *const error_names[] = {
 	[SP_ERR_THREADS_FULL] = "threads_map_full",
 	[SP_ERR_NAME_READ] = "name_read_failed",
 	[SP_ERR_EVENTS_LOST] = "events_lost",
+	[SP_ERR_FUNC_UNWOUND] = "func_unwound",
 };
 _Static_assert(ARRAY_SIZE(error_names) == SP_ERR__MAX,
 	       "error_names[] must name every enum sp_error slot");

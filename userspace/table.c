@@ -103,6 +103,8 @@ static const char *const error_hints[SP_ERR__MAX] = {
 		"a query name was unreadable when captured",
 	[SP_ERR_EVENTS_LOST] =
 		"ring buffer full: events not recorded (raise --ringbuf-size)",
+	[SP_ERR_FUNC_UNWOUND] =
+		"--func frames unwound by longjmp or an exception; their time went to the caller",
 };
 
 int report__warn_errors(FILE *err, const struct summary *s)
@@ -434,7 +436,7 @@ static void hist_bars(FILE *out, const uint64_t *groups, unsigned int first,
  * (like bpftrace's hist()); a fine bin never straddles a power of two, so the
  * merge is exact. Empty rows at either end are trimmed.
  */
-static int hist_print(FILE *out, const struct sp_query_row *r)
+int report__hist_print(FILE *out, const struct sp_query_row *r)
 {
 	uint64_t groups[HIST_GROUPS] = { 0 }, max = 0;
 	unsigned int i, g, first = HIST_GROUPS, last = 0, w;
@@ -498,7 +500,7 @@ int table__write(FILE *out, const struct summary *s,
 	err = report__warn_errors(out, s);
 	for (i = 0; !err && opts->hist && i < s->nrows; i++) {
 		if (row_shown(s, &s->rows[i], opts))
-			err = hist_print(out, &s->rows[i]);
+			err = report__hist_print(out, &s->rows[i]);
 	}
 	if (!err)
 		err = report__flush(out);

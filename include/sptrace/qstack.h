@@ -50,9 +50,40 @@ static __always_inline int sp_stack_push(struct sp_thread_stack *st,
 	f->name = name;
 	f->start_ns = now;
 	f->child_ns = 0;
+	f->sp = 0;
 	f->kind = kind;
 	st->depth = d + 1;
 	return 0;
+}
+
+/*
+ * --func frames whose function is gone without a return probe firing:
+ * longjmp() or a C++ exception unwound past them (the kernel drops their
+ * uretprobes). The stack grows down, so a frame entered at stack pointer
+ * f->sp is still live only while the current one is below it. `sp` is the
+ * current stack pointer as a function entry would see it (for a return
+ * probe, the pointer after `ret`, minus 8). Discards from the top and
+ * returns how many; their time stays in the frame below.
+ */
+static __always_inline __u32 sp_stack_unwind(struct sp_thread_stack *st,
+					     __u64 sp)
+{
+	__u32 i, d = st->depth, n = 0;
+	struct sp_frame *f;
+
+	if (d > SP_MAX_DEPTH)
+		d = SP_MAX_DEPTH;
+	for (i = 0; i < SP_MAX_DEPTH; i++) {
+		if (d == 0)
+			break;
+		f = &st->frames[(d - 1) & (SP_MAX_DEPTH - 1)];
+		if (!f->sp || f->sp > sp)
+			break;
+		d--;
+		n++;
+	}
+	st->depth = d;
+	return n;
 }
 
 /*

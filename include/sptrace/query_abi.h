@@ -49,6 +49,7 @@ enum sp_error {
 	SP_ERR_THREADS_FULL,		/* `threads` map full: event lost */
 	SP_ERR_NAME_READ,		/* name string unreadable at capture */
 	SP_ERR_EVENTS_LOST,		/* record: ring buffer full, event lost */
+	SP_ERR_FUNC_UNWOUND,		/* --func frames left by longjmp/throw */
 	SP_ERR__MAX,
 };
 
@@ -98,6 +99,7 @@ struct sp_frame {
 	__u64 name;
 	__u64 start_ns;
 	__u64 child_ns;	/* time spent in closed children */
+	__u64 sp;	/* --func frames: stack pointer at entry; else 0 */
 	__u32 kind;	/* enum sp_frame_kind */
 	__u32 pad;
 };
@@ -125,6 +127,13 @@ enum sp_reg {
 	SP_REG_R13, SP_REG_R14, SP_REG_R15,
 	SP_REG__MAX,
 };
+
+/*
+ * --func: a plain function's row is named SP_FUNC_TAG | index into the
+ * loader's table of function names (bit 63 is never set in a user-space
+ * address on the architectures sptrace supports).
+ */
+#define SP_FUNC_TAG (1ull << 63)
 
 #define SP_COOKIE_ARG(cookie, i) ((unsigned int)(((cookie) >> ((i) * 8)) & 0xff))
 
