@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# run_attach_bench.sh BUILD_DIR: how long `sptrace -p` takes to attach to a
+# process with 1,000 probe sites (500 queries, generated here), trace for
+# 10 ms and detach, measured end to end. Needs root and a C compiler.
+set -euo pipefail
+
+[ $# -eq 1 ] || { echo "usage: ${0##*/} BUILD_DIR" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+sp=$build/userspace/sptrace
+[ -x "$sp" ] || { echo "${0##*/}: $sp: not built" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'kill "$target" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+
+{
+	echo '#include <sp_probe.h>'
+	echo '#include <stdio.h>'
+	echo '#include <unistd.h>'
+	echo 'static volatile int sink;'
+	for i in $(seq 0 499); do
+		echo "__attribute__((noinline)) void f$i(void) { SP_QUERY_BEGIN(\"q$i\"); sink++; SP_QUERY_END(\"q$i\"); }"
+	done
+	echo 'int main(void) { puts("ready"); fflush(stdout); pause(); f0(); return 0; }'
+} >"$tmp/sites.c"
+cc -O2 -I"$src/probes" "$tmp/sites.c" -o "$tmp/sites"
+sites=$(readelf -n "$tmp/sites" | grep -c 'Provider: sp')
+"$tmp/sites" >/dev/null &
+target=$!
+sleep 0.2
+t0=$(date +%s.%N)
+"$sp" -p "$target" -d 0.01 >/dev/null
+t1=$(date +%s.%N)
+printf 'attach %d sites, trace 10 ms, detach: %.2f s (target: < 2 s)\n' \
+	"$sites" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
