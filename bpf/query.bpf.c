@@ -18,6 +18,7 @@
 #include <sptrace/hist.h>
 #include <sptrace/qstack.h>
 #include <sptrace/record_abi.h>
+#include "sp_regs.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -112,43 +113,6 @@ static __always_inline void count_error(__u32 slot, __u64 n)
 		*v += n;
 }
 
-/*
- * Loads one pt_regs field. Written as asm because clang would otherwise
- * merge the loads of all switch cases into one load from a computed ctx
- * offset, which the verifier rejects ("dereference of modified ctx ptr").
- */
-#define CTX_REG(ctx, field)                                                    \
-	({                                                                     \
-		__u64 __v;                                                     \
-		asm volatile("%0 = *(u64 *)(%1 + %2)"                          \
-			     : "=r"(__v)                                       \
-			     : "r"(ctx),                                       \
-			       "i"(__builtin_offsetof(struct pt_regs, field))); \
-		__v;                                                           \
-	})
-
-static __always_inline __u64 reg_value(struct pt_regs *ctx, unsigned int reg)
-{
-	switch (reg) {
-	case SP_REG_RAX: return CTX_REG(ctx, rax);
-	case SP_REG_RBX: return CTX_REG(ctx, rbx);
-	case SP_REG_RCX: return CTX_REG(ctx, rcx);
-	case SP_REG_RDX: return CTX_REG(ctx, rdx);
-	case SP_REG_RSI: return CTX_REG(ctx, rsi);
-	case SP_REG_RDI: return CTX_REG(ctx, rdi);
-	case SP_REG_RBP: return CTX_REG(ctx, rbp);
-	case SP_REG_R8: return CTX_REG(ctx, r8);
-	case SP_REG_R9: return CTX_REG(ctx, r9);
-	case SP_REG_R10: return CTX_REG(ctx, r10);
-	case SP_REG_R11: return CTX_REG(ctx, r11);
-	case SP_REG_R12: return CTX_REG(ctx, r12);
-	case SP_REG_R13: return CTX_REG(ctx, r13);
-	case SP_REG_R14: return CTX_REG(ctx, r14);
-	case SP_REG_R15: return CTX_REG(ctx, r15);
-	default: return 0;
-	}
-}
-
 static __always_inline void emit(__u32 kind, __u64 id, __u64 now, __u64 name,
 				 __u64 arg1, __u64 arg2)
 {
@@ -172,13 +136,6 @@ static __always_inline void emit(__u32 kind, __u64 id, __u64 now, __u64 name,
 	bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
 				      wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 						   : BPF_RB_NO_WAKEUP);
-}
-
-static __always_inline __u64 probe_arg(struct pt_regs *ctx, unsigned int i)
-{
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-
-	return reg_value(ctx, SP_COOKIE_ARG(cookie, i));
 }
 
 static __always_inline struct sp_thread_stack *thread_stack(__u32 tid,
@@ -310,7 +267,7 @@ static __always_inline int begin(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
 				    __u32 ev)
 {
-	return begin(probe_arg(ctx, 0), kind, ev, 0);
+	return begin(sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
 /* END of an interval; `sp` as for begin(), for --func returns. */
@@ -375,7 +332,7 @@ static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 
 static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 {
-	return end(probe_arg(ctx, 0), kind, ev, 0);
+	return end(sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
 SEC("uprobe")
@@ -418,7 +375,7 @@ int sp_incr_load_end(struct pt_regs *ctx)
 SEC("uprobe")
 int sp_cache_hit(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), name = probe_arg(ctx, 0);
+	__u64 id = bpf_get_current_pid_tgid(), name = sp_probe_arg(ctx, 0);
 	struct sp_query_stats *row;
 
 	if (!armed)
@@ -439,7 +396,7 @@ int sp_thread_name(struct pt_regs *ctx)
 
 	if (armed)
 		emit(SP_EV_THREAD_NAME, id, bpf_ktime_get_ns(),
-		     probe_arg(ctx, 0), 0, 0);
+		     sp_probe_arg(ctx, 0), 0, 0);
 	tn = bpf_map_lookup_elem(&thread_names, &tid);
 	if (!tn) {
 		struct sp_thread_name init = { .tgid = id >> 32 };
@@ -454,7 +411,7 @@ int sp_thread_name(struct pt_regs *ctx)
 	}
 	tn->tgid = id >> 32;
 	if (bpf_probe_read_user_str(tn->str, sizeof(tn->str),
-				    (const void *)probe_arg(ctx, 0)) <= 0) {
+				    (const void *)sp_probe_arg(ctx, 0)) <= 0) {
 		tn->str[0] = 0;
 		count_error(SP_ERR_NAME_READ, 1);
 	}
@@ -470,7 +427,7 @@ SEC("uprobe")
 int sp_func_entry(struct pt_regs *ctx)
 {
 	return begin(bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
-		     SP_EV_QUERY_BEGIN, CTX_REG(ctx, rsp));
+		     SP_EV_QUERY_BEGIN, SP_CTX_REG(ctx, rsp));
 }
 
 SEC("uretprobe")
@@ -478,7 +435,7 @@ int sp_func_return(struct pt_regs *ctx)
 {
 	/* Frames entered below sp - 8 are gone; sp - 8 is this one. */
 	return end(bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
-		   SP_EV_QUERY_END, CTX_REG(ctx, rsp) - 16);
+		   SP_EV_QUERY_END, SP_CTX_REG(ctx, rsp) - 16);
 }
 
 /* Marks and typed allocations are recorded here; their aggregation
@@ -488,7 +445,7 @@ int sp_mark(struct pt_regs *ctx)
 {
 	if (armed)
 		emit(SP_EV_MARK, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-		     probe_arg(ctx, 0), probe_arg(ctx, 1), 0);
+		     sp_probe_arg(ctx, 0), sp_probe_arg(ctx, 1), 0);
 	return 0;
 }
 
@@ -497,7 +454,7 @@ int sp_alloc(struct pt_regs *ctx)
 {
 	if (armed)
 		emit(SP_EV_ALLOC, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-		     probe_arg(ctx, 0), probe_arg(ctx, 1), probe_arg(ctx, 2));
+		     sp_probe_arg(ctx, 0), sp_probe_arg(ctx, 1), sp_probe_arg(ctx, 2));
 	return 0;
 }
 
@@ -506,7 +463,7 @@ int sp_free(struct pt_regs *ctx)
 {
 	if (armed)
 		emit(SP_EV_FREE, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-		     probe_arg(ctx, 0), 0, probe_arg(ctx, 1));
+		     sp_probe_arg(ctx, 0), 0, sp_probe_arg(ctx, 1));
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "commands.h"
 #include "log.h"
+#include "mem_provider.h"
 #include "output.h"
 #include "query_provider.h"
 #include "report.h"
@@ -24,6 +25,7 @@ struct trace_env {
 	struct report_opts ropts;
 	enum summary_sort sort;
 	bool per_pid;
+	bool mem;		/* --mem: the memory report too */
 };
 
 static const char usage[] =
@@ -46,6 +48,8 @@ static const char usage[] =
 "      --hist               print each query's latency histogram\n"
 "      --percent-above P    hide rows with at most P%% of the self time\n"
 "      --per-pid            one row per query and process\n"
+"      --mem                also the memory report of `sptrace mem` (table\n"
+"                           or JSON; docs/memory.md)\n"
 "      --func [LIB:]GLOB    also time the functions matching GLOB (entry and\n"
 "                           return probes): in the executable, or in the\n"
 "                           mapped library LIB (e.g. libc:malloc); repeatable\n"
@@ -66,6 +70,8 @@ static void print_usage(FILE *f)
 
 enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE, OPT_PER_PID };
 
+#define OPT_MEM 0x2001
+
 static int parse_args(int argc, char **argv, struct trace_env *env)
 {
 	static const struct option opts[] = {
@@ -77,6 +83,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		{ "hist", no_argument, NULL, OPT_HIST },
 		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
 		{ "per-pid", no_argument, NULL, OPT_PER_PID },
+		{ "mem", no_argument, NULL, OPT_MEM },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -118,6 +125,9 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		case OPT_PER_PID:
 			env->per_pid = true;
 			break;
+		case OPT_MEM:
+			env->mem = true;
+			break;
 		case OPT_PERCENT_ABOVE:
 			if (parse_double(optarg, 0, 100,
 					 &env->ropts.percent_above)) {
@@ -139,6 +149,10 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 	}
 	if (optind < argc)
 		env->so.cmd = &argv[optind];
+	if (env->mem && env->ropts.format == REPORT_CSV) {
+		sp_err("--mem: a CSV file holds one table (use -f json, or sptrace mem -f csv)");
+		return -EINVAL;
+	}
 	return session_opts__check(&env->so);
 }
 
@@ -165,7 +179,10 @@ int cmd_trace(int argc, char **argv)
 {
 	struct trace_env env = { .sort = SORT_SELF };
 	struct query_provider qp;
-	struct session_provider p;
+	struct session_provider p, mem_p;
+	struct mem_opts mem_o = {};
+	struct mem_provider mp;
+	struct mem_report mr;
 	struct session ss;
 	struct summary s;
 	int err, status;
@@ -175,26 +192,35 @@ int cmd_trace(int argc, char **argv)
 	if (output__precheck(env.output, env.force))
 		return 1;
 	summary__init(&s);
+	mem_report__init(&mr);
 	s.per_pid = env.per_pid;
 	session__init(&ss, &env.so);
 	query_provider__init(&qp, &p);
 	err = session__add(&ss, &p);
+	if (!err && env.mem) {
+		mem_provider__init(&mp, &mem_o, &mem_p);
+		err = session__add(&ss, &mem_p);
+	}
 	if (!err)
 		err = session__start(&ss);
 	if (!err)
 		err = session__run(&ss, -1, NULL, NULL);
 	if (!err)
 		err = query_provider__read(&qp, &ss, &s);
+	if (!err && env.mem)
+		err = mem_provider__read(&mp, &ss, &mr);
 	if (!err && env.so.cmd && !ss.sites && !s.nrows)
 		sp_warn("'%s' has no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
 			env.so.cmd[0]);
 	if (!err) {
 		summary__finish(&s);
 		summary__sort(&s, env.sort);
-		err = write_summary(env.output, env.force, &s, &env.ropts);
+		err = env.mem ? write_mem(env.output, env.force, &s, &env.ropts, &mr)
+			      : write_summary(env.output, env.force, &s, &env.ropts);
 	}
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);
 	summary__free(&s);
+	mem_report__free(&mr);
 	return status;
 }

@@ -12,6 +12,8 @@ int cmd_record(int argc, char **argv);
 int cmd_summarize(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_latency(int argc, char **argv);
+int cmd_mem(int argc, char **argv);
 
 struct summary;
 struct report_opts;
@@ -19,6 +21,17 @@ struct report_opts;
  * format, refusing to overwrite unless force. 0 or -errno (reported). */
 int write_summary(const char *path, bool force, const struct summary *s,
 		  const struct report_opts *ropts);
+
+struct mem_report;
+struct mem_provider;
+struct session;
+/* The memory report (cmd_mem.c): alone (s NULL), or after the summary's
+ * table, or merged into its JSON object. 0 or -errno (reported). */
+int write_mem(const char *path, bool force, const struct summary *s,
+	      const struct report_opts *ropts, const struct mem_report *r);
+/* session__run() with a timeline sample every interval_ms (0: none). */
+int mem_run_session(struct session *ss, struct mem_provider *mp,
+		    struct mem_report *r, unsigned int interval_ms);
 
 /* Whole-string numbers within [min, max]: 0 or -EINVAL (-ERANGE out of range). */
 int parse_long(const char *s, long min, long max, long *out);

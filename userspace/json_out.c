@@ -65,7 +65,14 @@ static void json_query(FILE *out, const struct summary *s,
 
 int json__write(FILE *out, const struct summary *s)
 {
+	return json__write_with(out, s, NULL, NULL);
+}
+
+int json__write_with(FILE *out, const struct summary *s,
+		     int (*extra)(FILE *, void *), void *ctx)
+{
 	unsigned int i;
+	int err;
 
 	if (!s->finished)
 		return -EINVAL;
@@ -83,6 +90,13 @@ int json__write(FILE *out, const struct summary *s)
 	json_u64(out, "lost", s->lost, true);
 	for (i = 0; i < SP_ERR__MAX; i++)
 		json_u64(out, summary__error_name(i), s->errors[i], true);
-	fputs("}}\n", out);
+	fputc('}', out);
+	if (extra) {
+		fputs(",\n", out);
+		err = extra(out, ctx);
+		if (err)
+			return err;
+	}
+	fputs("}\n", out);
 	return report__flush(out);
 }

@@ -28,6 +28,8 @@ static const struct command commands[] = {
 	{ "diff", cmd_diff, "compare two runs (trace files or JSON summaries) per query" },
 	{ "export", cmd_export, "write a trace file as Chrome trace JSON, folded stacks or CSV" },
 	{ "list", cmd_list, "list the USDT probes of a process or a file" },
+	{ "mem", cmd_mem, "memory: typed allocations and the libc heap, per type, site, thread, over time" },
+	{ "latency", cmd_latency, "time from one event to another with the same key, as a histogram" },
 	{ "help", cmd_help, "this list" },
 };
 

@@ -35,7 +35,16 @@ int report__write(FILE *out, const struct summary *s,
 int table__write(FILE *out, const struct summary *s,
 		 const struct report_opts *opts);
 int json__write(FILE *out, const struct summary *s);
+/* json__write() with more top-level fields: `extra` writes them (no
+ * leading comma, no braces) before the final '}'. 0 or -errno. */
+int json__write_with(FILE *out, const struct summary *s,
+		     int (*extra)(FILE *, void *), void *ctx);
 int csv__write(FILE *out, const struct summary *s);
+
+/* The ASCII histogram of --hist for one row: a title line (name, count,
+ * p50/p90/p99/max), then one bar per power of two, empty ends trimmed.
+ * Nothing for a row without samples. 0 or -ENOMEM. */
+int report__hist_print(FILE *out, const struct sp_query_row *r);
 
 /* One "sptrace: warning: N <counter> events (...)" line per non-zero error
  * counter, and one for lost events. 0 or -EIO. */

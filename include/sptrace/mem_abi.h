@@ -139,10 +139,12 @@ struct sp_mem_call {
 	__u32 pad;
 };
 
-/* Value of `thread_names` (key: __u32 tid), from SP_THREAD_NAME. */
+/* Value of `thread_names` (key: __u32 tid), from SP_THREAD_NAME. str is
+ * empty when the string's page was not present: userspace reads `name`. */
 struct sp_mem_thread_name {
 	__u32 tgid;
 	__u32 pad;
+	__u64 name;
 	char str[SP_MEM_THREAD_NAME_LEN];
 };
 

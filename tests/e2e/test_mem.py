@@ -1,0 +1,305 @@
+# SPDX-License-Identifier: MIT
+"""sptrace mem and sptrace --mem against hosts whose allocations are known:
+typed SP_ALLOC/SP_FREE probes (tests/hosts/mem_typed.c) and the libc
+allocator of a program without probes (tests/hosts/mem_libc.c). Every
+count, byte, live and peak figure is exact; allocation sites name the
+function that allocated."""
+import csv
+import io
+import json
+import os
+import subprocess
+import time
+
+from sptest import SPTRACE, check, eq, finish, require_bpf, run, tmpfile
+
+TYPED = os.environ["MEM_TYPED_HOST"]
+LIBC = os.environ["MEM_LIBC_HOST"]
+STATIC = os.environ["MEM_STATIC_HOST"]
+STRIPPED = os.environ["MEM_STATIC_STRIPPED"]
+
+require_bpf()
+
+
+def mem_json(args, cmd="mem", timeout=300):
+    out = tmpfile(".json")
+    try:
+        p = run([SPTRACE] + ([cmd] if cmd else []) +
+                ["-f", "json", "-o", out] + args, timeout=timeout)
+        data = None
+        if os.path.exists(out):
+            with open(out) as f:
+                text = f.read()
+            try:
+                data = json.loads(text)
+            except ValueError as e:
+                check(False, "JSON parses (%s): %r" % (e, text[:300]))
+        return p, data
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+
+
+def fig(d):
+    return {k: d[k] for k in ("allocs", "alloc_bytes", "frees", "free_bytes",
+                              "live", "live_bytes", "peak_live_bytes")}
+
+
+def F(allocs, alloc_bytes, frees, free_bytes, live, live_bytes, peak):
+    return dict(allocs=allocs, alloc_bytes=alloc_bytes, frees=frees,
+                free_bytes=free_bytes, live=live, live_bytes=live_bytes,
+                peak_live_bytes=peak)
+
+
+def inner(site):
+    """Function name of a site's innermost frame."""
+    return site["stack"][0].split("+")[0] if site["stack"] else ""
+
+
+def sites_of(s, func, typ="*"):
+    """Sums the sites whose innermost frame is in `func`."""
+    tot = dict(n=0, allocs=0, alloc_bytes=0, live=0, live_bytes=0)
+    for site in s["sites"]:
+        if inner(site) == func and (typ == "*" or site["type"] == typ):
+            tot["n"] += 1
+            for k in ("allocs", "alloc_bytes", "live", "live_bytes"):
+                tot[k] += site[k]
+    return tot
+
+
+TYPED_TRUTH = {
+    "Widget": F(100, 4800, 60, 2880, 40, 1920, 4800),
+    "Gadget": F(50, 10000, 20, 4000, 30, 6000, 10000),
+    "Buffer": F(12, 6900, 10, 5500, 2, 1400, 5500),
+}
+
+# --- 1. typed allocations ---------------------------------------------------
+p, s = mem_json(["--no-libc", "--per-thread", "--", TYPED])
+eq(p.returncode, 0, "typed: exit 0 (%s)" % p.stderr.strip()[-200:])
+if s:
+    types = {t["name"]: fig(t) for t in s["types"]}
+    for name, truth in TYPED_TRUTH.items():
+        eq(types.get(name), truth, "typed: %s figures exact" % name)
+    eq(len(types), 3, "typed: three types")
+    eq(s["heap"], None, "typed --no-libc: no heap")
+    eq(s["sampled"], 1, "typed: not sampled")
+    eq(s["mem_errors"]["unknown_frees"], 3, "typed: unknown frees counted")
+    eq(sum(s["mem_errors"].values()), 3, "typed: no other error")
+    th = {(t["thread"], t["type"]): t for t in s["threads"]}
+    eq(fig(th.get(("gadget-maker", "Gadget"), {"allocs": None, "alloc_bytes": 0,
+       "frees": 0, "free_bytes": 0, "live": 0, "live_bytes": 0,
+       "peak_live_bytes": 0})), TYPED_TRUTH["Gadget"],
+       "per-thread: SP_THREAD_NAME names the gadget thread, figures exact")
+    mains = [t for t in s["threads"] if t["type"] in ("Widget", "Buffer")]
+    eq(sorted((t["thread"], t["type"], t["allocs"]) for t in mains),
+       [("mem_typed", "Buffer", 12), ("mem_typed", "Widget", 100)],
+       "per-thread: main thread rows under its comm")
+    eq(len({t["tid"] for t in mains}), 1, "per-thread: one main tid")
+    check(all(t["tid"] != th[("gadget-maker", "Gadget")]["tid"] for t in mains)
+          if ("gadget-maker", "Gadget") in th else False,
+          "per-thread: two distinct threads")
+    wl = sites_of(s, "widget_leak", "Widget")
+    eq((wl["allocs"], wl["alloc_bytes"], wl["live"], wl["live_bytes"]),
+       (40, 1920, 40, 1920), "sites: widget_leak leaks 40 Widgets")
+    wt = sites_of(s, "widget_temp", "Widget")
+    eq((wt["allocs"], wt["live"]), (60, 0), "sites: widget_temp frees all")
+    bl = sites_of(s, "buffer_leak", "Buffer")
+    eq((bl["allocs"], bl["live_bytes"]), (2, 1400), "sites: buffer_leak")
+    gm = sites_of(s, "gadget_make", "Gadget")
+    eq((gm["allocs"], gm["live"], gm["live_bytes"]), (50, 30, 6000),
+       "sites: gadget_make")
+    check(s["sites"] and s["sites"][0]["live_bytes"] == 6000,
+          "sites: sorted by live bytes")
+    g = [x for x in s["sites"] if inner(x) == "gadget_make"]
+    check(g and any(f.startswith("gadget_thread+") for f in g[0]["stack"][1:3]),
+          "sites: the caller follows the innermost frame")
+    check(g and "(mem_typed)" in g[0]["stack"][0], "sites: frame names the file")
+
+# The table prints the same numbers.
+p = run([SPTRACE, "mem", "--no-libc", "--", TYPED])
+eq(p.returncode, 0, "typed table: exit 0")
+rows = {}
+for line in p.stdout.splitlines():
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    if len(cells) == 8 and cells[0] in TYPED_TRUTH:
+        rows[cells[0]] = [int(c) for c in cells[1:]]
+for name, t in TYPED_TRUTH.items():
+    eq(rows.get(name), [t["allocs"], t["alloc_bytes"], t["frees"], t["live"],
+                        t["live_bytes"], t["peak_live_bytes"],
+                        t["alloc_bytes"] // t["allocs"]],
+       "typed table: %s row" % name)
+check("widget_leak+" in p.stdout, "typed table: leaking site named")
+check("3 unknown_frees" in p.stderr, "typed table: unknown frees warned")
+
+# --- 2. the libc allocator, no probes in the host ----------------------------
+# Whatever libc allocates itself before main: measured, then added.
+p, base = mem_json(["--", LIBC, "none"])
+eq(p.returncode, 0, "libc none: exit 0 (%s)" % p.stderr.strip()[-200:])
+p, s = mem_json(["--per-thread", "--", LIBC, "basic"])
+eq(p.returncode, 0, "libc basic: exit 0 (%s)" % p.stderr.strip()[-200:])
+if s and base:
+    th = s.get("threads", [])
+    eq([(t["type"], t["thread"]) for t in th], [(None, "mem_libc")],
+       "libc --per-thread: one heap row, the comm names the thread")
+    check(th and s["heap"] and fig(th[0]) == fig(s["heap"]),
+          "libc --per-thread: the only thread has every figure")
+    b = base["heap"]
+    h = s["heap"]
+    check(h is not None, "libc: heap traced")
+    if h:
+        eq(fig(h), F(48 + b["allocs"], 10480 + b["alloc_bytes"],
+                     36 + b["frees"], 8968 + b["free_bytes"],
+                     12 + b["live"], 1512 + b["live_bytes"],
+                     max(b["peak_live_bytes"], b["live_bytes"] + 6000)),
+           "libc: heap figures exact (realloc, calloc overflow, memalign)")
+    e = s["mem_errors"]
+    eq((e["unknown_frees"], e["stale_calls"], e["calls_map_full"],
+        e["stacks_lost"]), (0, 0, 0, 0), "libc: no unknown free, no stale call")
+    ls = sites_of(s, "leak_site")
+    eq((ls["allocs"], ls["alloc_bytes"], ls["live"], ls["live_bytes"]),
+       (10, 1000, 10, 1000), "libc sites: leak_site leaks 10 x 100 B")
+    check(s["sites"] and inner(s["sites"][0]) == "leak_site",
+          "libc sites: the biggest leak first")
+    ms = sites_of(s, "memalign_site")
+    eq((ms["allocs"], ms["alloc_bytes"], ms["live"], ms["live_bytes"]),
+       (4, 1024, 2, 512), "libc sites: posix_memalign, 2 of 4 freed")
+    rc = sites_of(s, "realloc_chain")
+    eq((rc["n"], rc["allocs"], rc["alloc_bytes"], rc["live"]), (3, 3, 5060, 0),
+       "libc sites: realloc NULL/grow/shrink/0 = 3 allocations, all freed")
+    cs = sites_of(s, "calloc_site")
+    eq((cs["allocs"], cs["alloc_bytes"]), (5, 1500),
+       "libc sites: overflowing calloc not counted")
+    al = sites_of(s, "aligned_site")
+    eq((al["allocs"], al["alloc_bytes"], al["live"]), (5, 576, 0),
+       "libc sites: aligned_alloc and memalign (aliases) counted once")
+    rf = sites_of(s, "realloc_fail")
+    eq((rf["allocs"], rf["alloc_bytes"], rf["live"]), (1, 40, 0),
+       "libc sites: a failed realloc changes nothing")
+    ts = sites_of(s, "temp_site")
+    eq((ts["allocs"], ts["live"]), (20, 0), "libc sites: temp_site")
+
+# --- 3. thread churn: per-thread call slots go with their threads ------------
+p, s = mem_json(["--max-threads", "64", "--", LIBC, "threads", "2000"])
+eq(p.returncode, 0, "churn: exit 0 (%s)" % p.stderr.strip()[-200:])
+if s:
+    ta = sites_of(s, "thread_alloc")
+    eq((ta["allocs"], ta["alloc_bytes"], ta["live"]), (2000, 64000, 0),
+       "churn: 2000 threads' malloc+free, exact")
+    eq(s["mem_errors"]["calls_map_full"], 0,
+       "churn: 2000 threads through a 64-slot call map (cleared on exit)")
+    eq(s["mem_errors"]["stale_calls"], 0, "churn: no stale entry state")
+    # Each exiting thread frees memory libc allocated internally (its
+    # tcache, through _int_malloc, not malloc): unknown, and counted.
+    check(s["mem_errors"]["unknown_frees"] <= 2 * 2000,
+          "churn: unknown frees only from libc's own thread teardown")
+
+# --- 4. -p: attach to a running process that exits mid-run ------------------
+out = tmpfile(".json")
+host = subprocess.Popen([LIBC, "wait", "basic"], stdin=subprocess.PIPE,
+                        text=True)
+tracer = subprocess.Popen([SPTRACE, "mem", "-f", "json", "-o", out, "-p",
+                           str(host.pid)], stderr=subprocess.PIPE, text=True)
+ready = tracer.stderr.readline()
+check("tracing" in ready, "-p: tracer ready (%r)" % ready)
+host.stdin.write("go\n")
+host.stdin.flush()
+host.wait(timeout=60)
+try:
+    tracer.wait(timeout=60)
+except subprocess.TimeoutExpired:
+    tracer.kill()
+eq(tracer.returncode, 0, "-p: tracer ends with its target, exit 0")
+if os.path.exists(out):
+    with open(out) as f:
+        s = json.load(f)
+    os.unlink(out)
+    eq(fig(s["heap"]), F(48, 10480, 36, 8968, 12, 1512, 6000),
+       "-p: heap figures exact for what ran while attached")
+    ls = sites_of(s, "leak_site")
+    eq((ls["allocs"], ls["live_bytes"]), (10, 1000), "-p: leak_site named")
+else:
+    check(False, "-p: report written")
+
+# --- 5. static executables ---------------------------------------------------
+p, s = mem_json(["--", STATIC])
+eq(p.returncode, 0, "static with symbols: exit 0 (%s)" % p.stderr.strip())
+if s:
+    ss = sites_of(s, "static_site")
+    eq((ss["allocs"], ss["alloc_bytes"], ss["live"]), (5, 615, 5),
+       "static with symbols: its own malloc traced")
+p = run([SPTRACE, "mem", "--", STRIPPED])
+check(p.returncode != 0, "static stripped: fails")
+lines = [l for l in p.stderr.splitlines() if l.strip()]
+eq(len(lines), 1, "static stripped: one line (%r)" % p.stderr)
+check(lines and "statically linked" in lines[0] and "malloc" in lines[0],
+      "static stripped: says why")
+
+# --- 6. sampling ------------------------------------------------------------
+N = 200000
+p, s = mem_json(["--sample", "10", "--", LIBC, "loop", str(N)])
+eq(p.returncode, 0, "sample: exit 0")
+if s:
+    eq(s["sampled"], 10, "sample: marked in JSON")
+    lp = sites_of(s, "loop")
+    check(abs(lp["allocs"] - N) <= N * 0.02 and lp["allocs"] % 10 == 0,
+          "sample: scaled allocs %d within 2%% of %d" % (lp["allocs"], N))
+    eq(lp["alloc_bytes"], lp["allocs"] * 64, "sample: bytes scaled too")
+    eq(s["mem_errors"]["unknown_frees"], 0,
+       "sample: frees of unsampled pointers are not unknown")
+p = run([SPTRACE, "mem", "--sample", "10", "--", LIBC, "none"])
+check("Sampled: every 10-th allocation" in p.stdout, "sample: marked in table")
+
+# --- 7. memory over time -----------------------------------------------------
+p, s = mem_json(["--interval", "1", "--no-stacks", "--", LIBC, "loop",
+                 "3000000"])
+eq(p.returncode, 0, "timeline: exit 0")
+if s:
+    tl = s["timeline"]
+    check(2 <= len(tl) <= 1024, "timeline: bounded (%d points)" % len(tl))
+    check(all(a["t_ns"] < b["t_ns"] for a, b in zip(tl, tl[1:])),
+          "timeline: time increases")
+    check(all(x["rss_bytes"] >= x["rss_anon_bytes"] > 0 for x in tl),
+          "timeline: RSS and its anon part sampled")
+    # One 64 B block at most, and stdout's buffer once it prints.
+    check(all(x["heap_live_bytes"] <= 64 + 8192 for x in tl),
+          "timeline: live heap of a malloc/free loop stays tiny")
+    check(s["timeline_step_ns"] >= 1000000,
+          "timeline: step (%d ns) >= interval" % s["timeline_step_ns"])
+    dur = s["duration_ns"]
+    if dur > 1100 * 1000000 * 1.5:
+        check(s["timeline_step_ns"] >= 2000000,
+              "timeline: merged and step doubled over a %.1f s run" % (dur / 1e9))
+p = run([SPTRACE, "mem", "--interval", "20", "--", LIBC, "loop", "300000"])
+check("Memory over time" in p.stdout and "\u2581" in p.stdout + "\u2581",
+      "timeline: sparkline printed")
+check(any(l.strip().startswith("RSS ") for l in p.stdout.splitlines()),
+      "timeline: RSS row")
+
+# --- 8. CSV -----------------------------------------------------------------
+p = run([SPTRACE, "mem", "--no-libc", "-f", "csv", "--", TYPED])
+eq(p.returncode, 0, "csv: exit 0")
+rd = list(csv.DictReader(io.StringIO(p.stdout)))
+ct = {r["name"]: r for r in rd if r["kind"] == "type"}
+for name, t in TYPED_TRUTH.items():
+    eq({k: int(ct[name][k]) for k in t} if name in ct else None, t,
+       "csv: %s row" % name)
+eq([int(r["count"]) for r in rd if r["kind"] == "error" and
+    r["name"] == "unknown_frees"], [3], "csv: error rows")
+
+# --- 9. sptrace --mem: query and memory in one run ---------------------------
+p, s = mem_json(["--mem", "--", TYPED],
+                cmd=None)
+eq(p.returncode, 0, "--mem: exit 0 (%s)" % p.stderr.strip()[-200:])
+if s:
+    check("queries" in s and "errors" in s, "--mem: query summary fields")
+    types = {t["name"]: fig(t) for t in s.get("types", [])}
+    for name, truth in TYPED_TRUTH.items():
+        eq(types.get(name), truth, "--mem: %s exact in the same object" % name)
+    check(s.get("heap") and s["heap"]["allocs"] >= 162,
+          "--mem: the heap too")
+p = run([SPTRACE, "--mem", "--", TYPED])
+check("Memory by type" in p.stdout and "Item" in p.stdout,
+      "--mem table: both tables")
+p = run([SPTRACE, "--mem", "-f", "csv", "--", TYPED])
+check(p.returncode != 0 and "--mem" in p.stderr, "--mem -f csv refused")
+finish()

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace mem -p PID` and `sptrace mem -- CMD`: memory only (the memory
+ * provider in a session of its own), and the writer that `sptrace --mem`
+ * uses to put the memory report next to the query summary.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "commands.h"
+#include "log.h"
+#include "mem_provider.h"
+#include "mem_report.h"
+#include "output.h"
+#include "report.h"
+#include "session.h"
+
+struct mem_env {
+	struct session_opts so;
+	struct mem_opts mo;
+	enum report_format format;
+	const char *output;
+	bool force;
+	unsigned int interval_ms;
+	unsigned int max_sites;
+};
+
+static const char usage[] =
+"Usage: sptrace mem [OPTIONS] -p PID[,PID...]\n"
+"       sptrace mem [OPTIONS] -- CMD [ARGS...]\n"
+"Memory of running processes or of a command: typed allocations from\n"
+"SP_ALLOC/SP_FREE probes, and the libc allocator (malloc, calloc, realloc,\n"
+"free, ...; no rebuild needed). Per type, per allocation site (what is\n"
+"still live at the end: what leaks), per thread and over time.\n"
+"\n"
+"  -p, --pid PID[,PID...]   trace these running processes\n"
+"  -d, --duration SECONDS   stop after this long (default: Ctrl-C, or exit)\n"
+"  -f, --format FMT         table (default), json or csv\n"
+"  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
+"      --force              overwrite an existing output file\n"
+"      --per-thread         break figures down by allocating thread\n"
+"      --sample N           count every Nth allocation; figures scaled xN\n"
+"      --interval MS        sample RSS and live bytes every MS ms (timeline)\n"
+"      --no-libc            only SP_ALLOC/SP_FREE probes, not malloc & co\n"
+"      --no-stacks          no allocation sites (cheaper)\n"
+"      --sites N            allocation sites in the table (default 20)\n"
+"      --max-live N         outstanding allocations tracked (default %u)\n"
+"      --max-stacks N       distinct allocation stacks (default %u)\n"
+"      --max-threads N      threads inside the allocator at once (default %u)\n"
+"  -v, --verbose            say what is attached; show libbpf's messages\n"
+"  -h, --help\n"
+"\n"
+"Stacks need frame pointers in the traced code (-fno-omit-frame-pointer).\n"
+"See docs/memory.md.\n";
+
+static void print_usage(FILE *f)
+{
+	fprintf(f, usage, SP_MEM_DEFAULT_MAX_LIVE, SP_MEM_DEFAULT_MAX_STACKS,
+		SP_MEM_DEFAULT_MAX_THREADS);
+}
+
+enum {
+	OPT_FORCE = 256, OPT_PER_THREAD, OPT_SAMPLE, OPT_INTERVAL, OPT_NO_LIBC,
+	OPT_NO_STACKS, OPT_SITES, OPT_MAX_LIVE, OPT_MAX_STACKS,
+};
+
+static int parse_count(const char *opt, const char *arg, long min, long max,
+		       unsigned int *out)
+{
+	long v;
+
+	if (parse_long(arg, min, max, &v)) {
+		sp_err("invalid %s '%s' (expected %ld..%ld)", opt, arg, min, max);
+		return -EINVAL;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct mem_env *env)
+{
+	static const struct option opts[] = {
+		SESSION_LONG_OPTS,
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+		{ "sample", required_argument, NULL, OPT_SAMPLE },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "no-libc", no_argument, NULL, OPT_NO_LIBC },
+		{ "no-stacks", no_argument, NULL, OPT_NO_STACKS },
+		{ "sites", required_argument, NULL, OPT_SITES },
+		{ "max-live", required_argument, NULL, OPT_MAX_LIVE },
+		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	unsigned int sample;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "f:o:vh",
+				opts, NULL)) != -1) {
+		r = session_opts__parse(&env->so, c, optarg);
+		if (r < 0)
+			return r;
+		if (r)
+			continue;
+		switch (c) {
+		case 'f':
+			if (report__parse_format(optarg, &env->format)) {
+				sp_err("unknown format '%s' (expected table, json or csv)",
+				       optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			env->output = optarg;
+			break;
+		case OPT_FORCE:
+			env->force = true;
+			break;
+		case OPT_PER_THREAD:
+			env->mo.per_thread = true;
+			break;
+		case OPT_SAMPLE:
+			if (parse_count("--sample", optarg, 1, 1 << 30, &sample))
+				return -EINVAL;
+			env->mo.sample = sample;
+			break;
+		case OPT_INTERVAL:
+			if (parse_count("--interval", optarg, 1, 3600000,
+					&env->interval_ms))
+				return -EINVAL;
+			break;
+		case OPT_NO_LIBC:
+			env->mo.no_libc = true;
+			break;
+		case OPT_NO_STACKS:
+			env->mo.no_stacks = true;
+			break;
+		case OPT_SITES:
+			if (parse_count("--sites", optarg, 1, 1 << 20,
+					&env->max_sites))
+				return -EINVAL;
+			break;
+		case OPT_MAX_LIVE:
+			if (parse_count("--max-live", optarg, 16, 1 << 26,
+					&env->mo.max_live))
+				return -EINVAL;
+			break;
+		case OPT_MAX_STACKS:
+			if (parse_count("--max-stacks", optarg, 16, 1 << 22,
+					&env->mo.max_stacks))
+				return -EINVAL;
+			break;
+		case 'v':
+			sp_verbose = true;
+			break;
+		case 'h':
+			print_usage(stdout);
+			exit(0);
+		default:
+			print_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		env->so.cmd = &argv[optind];
+	return session_opts__check(&env->so);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The timeline: a timer fd the session polls. */
+struct mem_tick {
+	struct mem_provider *mp;
+	struct session *ss;
+	struct mem_report *r;
+	int tfd;
+};
+
+static int on_tick(void *ctx)
+{
+	struct mem_tick *t = ctx;
+	uint64_t n = 0;
+
+	if (read(t->tfd, &n, sizeof(n)) != (ssize_t)sizeof(n) || !n)
+		return 0;	/* the 50 ms poll, not the timer */
+	return mem_provider__sample(t->mp, t->ss, t->r, now_ns());
+}
+
+static int timer_open(unsigned int ms)
+{
+	struct itimerspec its = {};
+	int fd;
+
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	its.it_interval.tv_sec = ms / 1000;
+	its.it_interval.tv_nsec = (long)(ms % 1000) * 1000000;
+	its.it_value = its.it_interval;
+	if (timerfd_settime(fd, 0, &its, NULL)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+int mem_run_session(struct session *ss, struct mem_provider *mp,
+		    struct mem_report *r, unsigned int interval_ms)
+{
+	struct mem_tick t = { .mp = mp, .ss = ss, .r = r, .tfd = -1 };
+	int err;
+
+	if (interval_ms) {
+		t.tfd = timer_open(interval_ms);
+		if (t.tfd < 0) {
+			sp_err("cannot create the --interval timer: %s",
+			       strerror(-t.tfd));
+			return t.tfd;
+		}
+		r->timeline_on = true;
+		r->tl.interval_ns = (uint64_t)interval_ms * 1000000ull;
+		mem_provider__sample(mp, ss, r, now_ns());
+	}
+	err = session__run(ss, t.tfd, t.tfd >= 0 ? on_tick : NULL, &t);
+	if (t.tfd >= 0)
+		close(t.tfd);
+	return err;
+}
+
+int write_mem(const char *path, bool force, const struct summary *s,
+	      const struct report_opts *ropts, const struct mem_report *r)
+{
+	FILE *out;
+	int err;
+
+	err = output__open(path, force, &out);
+	if (err)
+		return err;
+	if (!s) {
+		err = mem_report__write(out, r, ropts->format);
+	} else if (ropts->format == REPORT_JSON) {
+		err = json__write_with(out, s, mem_report__json_fields,
+				       (void *)r);
+		if (!err)
+			report__warn_errors(stderr, s);
+		mem_report__warn_errors(stderr, r);
+	} else {
+		err = report__write(out, s, ropts);
+		if (!err) {
+			fputc('\n', out);
+			err = mem_report__write(out, r, ropts->format);
+		}
+	}
+	if (err)
+		sp_err("%s: write failed: %s", path ? path : "stdout",
+		       strerror(-err));
+	if (output__close(out, path) && !err)
+		err = -EIO;
+	return err;
+}
+
+int cmd_mem(int argc, char **argv)
+{
+	struct mem_env env = {};
+	struct report_opts ropts = {};
+	struct session_provider p;
+	struct mem_provider mp;
+	struct mem_report r;
+	struct session ss;
+	int err, status;
+
+	if (parse_args(argc, argv, &env))
+		return 1;
+	if (output__precheck(env.output, env.force))
+		return 1;
+	mem_report__init(&r);
+	r.max_sites = env.max_sites;
+	session__init(&ss, &env.so);
+	mem_provider__init(&mp, &env.mo, &p);
+	err = session__add(&ss, &p);
+	if (!err)
+		err = session__start(&ss);
+	if (!err)
+		err = mem_run_session(&ss, &mp, &r, env.interval_ms);
+	if (!err)
+		err = mem_provider__read(&mp, &ss, &r);
+	if (!err && !env.mo.no_libc && !mp.heap_traced)
+		sp_warn("no libc allocator was found in the target%s: only SP_ALLOC/SP_FREE probes were traced",
+			env.so.npids > 1 ? "s" : "");
+	if (!err) {
+		ropts.format = env.format;
+		err = write_mem(env.output, env.force, NULL, &ropts, &r);
+	}
+	session__destroy(&ss);
+	status = session__exit_status(&ss, err);
+	mem_report__free(&r);
+	return status;
+}

@@ -1,0 +1,868 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The memory report's rows, merging and writers: boxed tables with a
+ * sparkline of memory over time, JSON (docs/formats.md#memory) and CSV.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "escape.h"
+#include "mem_report.h"
+#include "text_table.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define DEFAULT_MAX_SITES 20
+#define SITE_FRAMES_SHOWN 3
+#define SPARK_WIDTH 64
+
+static const char *const mem_error_names[SP_MEM_ERR__MAX] = {
+	[SP_MEM_ERR_UNKNOWN_FREE] = "unknown_frees",
+	[SP_MEM_ERR_LIVE_FULL] = "live_map_full",
+	[SP_MEM_ERR_ROWS_FULL] = "rows_map_full",
+	[SP_MEM_ERR_SITES_FULL] = "sites_map_full",
+	[SP_MEM_ERR_STACK_LOST] = "stacks_lost",
+	[SP_MEM_ERR_CALLS_FULL] = "calls_map_full",
+	[SP_MEM_ERR_STALE_CALL] = "stale_calls",
+	[SP_MEM_ERR_LIVE_REPLACED] = "live_replaced",
+	[SP_MEM_ERR_PEAK_RETRY] = "peak_retries",
+	[SP_MEM_ERR_MEMPTR_READ] = "memptr_read_failed",
+	[SP_MEM_ERR_THREADS_FULL] = "threads_map_full",
+};
+
+static const char *const mem_error_hints[SP_MEM_ERR__MAX] = {
+	[SP_MEM_ERR_UNKNOWN_FREE] =
+		"frees of pointers allocated before tracing started, or not through the traced allocator",
+	[SP_MEM_ERR_LIVE_FULL] =
+		"live-allocation map full: those allocations are counted but not tracked as live (raise --max-live)",
+	[SP_MEM_ERR_ROWS_FULL] = "rows map full: events not counted",
+	[SP_MEM_ERR_SITES_FULL] = "sites map full: some allocation sites not counted",
+	[SP_MEM_ERR_STACK_LOST] =
+		"no stack for some allocations (stack map full or hash collision: raise --max-stacks)",
+	[SP_MEM_ERR_CALLS_FULL] =
+		"per-thread call map full: allocator calls not seen (raise --max-threads)",
+	[SP_MEM_ERR_STALE_CALL] =
+		"allocator calls that never returned (their entry state was replaced)",
+	[SP_MEM_ERR_LIVE_REPLACED] =
+		"pointers allocated again without a free in between",
+	[SP_MEM_ERR_PEAK_RETRY] = "peak updates that gave up under contention",
+	[SP_MEM_ERR_MEMPTR_READ] = "posix_memalign results that could not be read",
+	[SP_MEM_ERR_THREADS_FULL] = "thread-name map full: some names missing",
+};
+
+const char *mem_report__error_name(unsigned int i)
+{
+	return i < SP_MEM_ERR__MAX ? mem_error_names[i] : "?";
+}
+
+void mem_report__init(struct mem_report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->sampled = 1;
+	r->tl.step = 1;
+}
+
+static void free_frames(char **frames, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; frames && i < n; i++)
+		free(frames[i]);
+	free(frames);
+}
+
+void mem_report__free(struct mem_report *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->ntypes; i++)
+		free(r->types[i].name);
+	for (i = 0; i < r->nthreads; i++) {
+		free(r->threads[i].thread);
+		free(r->threads[i].type);
+	}
+	for (i = 0; i < r->nsites; i++) {
+		free_frames(r->sites[i].frames, r->sites[i].nframes);
+		free(r->sites[i].type);
+	}
+	free(r->types);
+	free(r->threads);
+	free(r->sites);
+	free(r->tl.v);
+	mem_report__init(r);
+}
+
+static void figures_add(struct mem_figures *a, const struct mem_figures *b)
+{
+	a->allocs += b->allocs;
+	a->alloc_bytes += b->alloc_bytes;
+	a->frees += b->frees;
+	a->free_bytes += b->free_bytes;
+	a->live += b->live;
+	a->live_bytes += b->live_bytes;
+	a->peak_live_bytes += b->peak_live_bytes;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+int mem_report__add_type(struct mem_report *r, const char *name,
+			 const struct mem_figures *f)
+{
+	struct mem_type_row *v;
+	unsigned int i;
+
+	for (i = 0; i < r->ntypes; i++) {
+		if (!strcmp(r->types[i].name, name)) {
+			figures_add(&r->types[i].f, f);
+			return 0;
+		}
+	}
+	v = realloc(r->types, (r->ntypes + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r->types = v;
+	v[r->ntypes].name = strdup(name);
+	if (!v[r->ntypes].name)
+		return -ENOMEM;
+	v[r->ntypes++].f = *f;
+	return 0;
+}
+
+int mem_report__add_thread(struct mem_report *r, uint32_t pid, uint32_t tid,
+			   const char *thread, const char *type,
+			   const struct mem_figures *f)
+{
+	struct mem_thread_row *v, *t;
+	bool oom = false;
+	unsigned int i;
+
+	for (i = 0; i < r->nthreads; i++) {
+		t = &r->threads[i];
+		if (t->pid == pid && t->tid == tid && same_str(t->type, type)) {
+			figures_add(&t->f, f);
+			return 0;
+		}
+	}
+	v = realloc(r->threads, (r->nthreads + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r->threads = v;
+	t = &v[r->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->tid = tid;
+	t->f = *f;
+	t->thread = dup_or_null(thread ? thread : "?", &oom);
+	t->type = dup_or_null(type, &oom);
+	return oom ? -ENOMEM : 0;
+}
+
+static bool same_frames(const struct mem_site_row *s, char **frames,
+			unsigned int n)
+{
+	unsigned int i;
+
+	if (s->nframes != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (strcmp(s->frames[i], frames[i]))
+			return false;
+	return true;
+}
+
+int mem_report__add_site(struct mem_report *r, char **frames,
+			 unsigned int nframes, const char *type,
+			 uint64_t allocs, uint64_t alloc_bytes, uint64_t live,
+			 uint64_t live_bytes)
+{
+	struct mem_site_row *v, *s;
+	bool oom = false;
+	unsigned int i;
+
+	for (i = 0; i < r->nsites; i++) {
+		s = &r->sites[i];
+		if (same_str(s->type, type) && same_frames(s, frames, nframes)) {
+			s->allocs += allocs;
+			s->alloc_bytes += alloc_bytes;
+			s->live += live;
+			s->live_bytes += live_bytes;
+			free_frames(frames, nframes);
+			return 0;
+		}
+	}
+	v = realloc(r->sites, (r->nsites + 1) * sizeof(*v));
+	if (!v) {
+		free_frames(frames, nframes);
+		return -ENOMEM;
+	}
+	r->sites = v;
+	s = &v[r->nsites++];
+	*s = (struct mem_site_row){
+		.frames = frames, .nframes = nframes,
+		.type = dup_or_null(type, &oom), .allocs = allocs,
+		.alloc_bytes = alloc_bytes, .live = live,
+		.live_bytes = live_bytes,
+	};
+	return oom ? -ENOMEM : 0;
+}
+
+static int cmp_u64_desc(uint64_t a, uint64_t b)
+{
+	return a == b ? 0 : a > b ? -1 : 1;
+}
+
+static int type_cmp(const void *a, const void *b)
+{
+	const struct mem_type_row *x = a, *y = b;
+	int c = cmp_u64_desc(x->f.live_bytes, y->f.live_bytes);
+
+	if (!c)
+		c = cmp_u64_desc(x->f.alloc_bytes, y->f.alloc_bytes);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static int thread_cmp(const void *a, const void *b)
+{
+	const struct mem_thread_row *x = a, *y = b;
+	int c = cmp_u64_desc(x->f.live_bytes, y->f.live_bytes);
+
+	if (!c)
+		c = cmp_u64_desc(x->f.alloc_bytes, y->f.alloc_bytes);
+	if (!c && x->tid != y->tid)
+		c = x->tid < y->tid ? -1 : 1;
+	if (!c)
+		c = strcmp(x->type ? x->type : "", y->type ? y->type : "");
+	return c;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct mem_site_row *x = a, *y = b;
+	unsigned int i;
+	int c = cmp_u64_desc(x->live_bytes, y->live_bytes);
+
+	if (!c)
+		c = cmp_u64_desc(x->alloc_bytes, y->alloc_bytes);
+	for (i = 0; !c && i < x->nframes && i < y->nframes; i++)
+		c = strcmp(x->frames[i], y->frames[i]);
+	return c ? c : (int)x->nframes - (int)y->nframes;
+}
+
+void mem_report__finish(struct mem_report *r)
+{
+	if (r->ntypes)
+		qsort(r->types, r->ntypes, sizeof(r->types[0]), type_cmp);
+	if (r->nthreads)
+		qsort(r->threads, r->nthreads, sizeof(r->threads[0]),
+		      thread_cmp);
+	if (r->nsites)
+		qsort(r->sites, r->nsites, sizeof(r->sites[0]), site_cmp);
+}
+
+/* ---- timeline ------------------------------------------------------------ */
+
+static void point_merge(struct mem_point *a, const struct mem_point *b)
+{
+#define MAX_INTO(f) a->f = a->f > b->f ? a->f : b->f
+	MAX_INTO(rss_bytes);
+	MAX_INTO(rss_anon_bytes);
+	MAX_INTO(rss_file_bytes);
+	MAX_INTO(heap_live_bytes);
+	MAX_INTO(typed_live_bytes);
+#undef MAX_INTO
+}
+
+int mem_timeline__add(struct mem_timeline *tl, const struct mem_point *p)
+{
+	unsigned int i;
+
+	if (!tl->step)
+		tl->step = 1;
+	if (tl->n && tl->pending < tl->step) {
+		point_merge(&tl->v[tl->n - 1], p);
+		tl->pending++;
+		return 0;
+	}
+	if (!tl->v) {
+		tl->v = calloc(MEM_TIMELINE_MAX, sizeof(*tl->v));
+		if (!tl->v)
+			return -ENOMEM;
+	}
+	if (tl->n == MEM_TIMELINE_MAX) {
+		/* Full: halve the points, each now covers twice as long. */
+		for (i = 0; i < tl->n / 2; i++) {
+			tl->v[i] = tl->v[2 * i];
+			point_merge(&tl->v[i], &tl->v[2 * i + 1]);
+		}
+		tl->n /= 2;
+		tl->step *= 2;
+	}
+	tl->v[tl->n++] = *p;
+	tl->pending = 1;
+	return 0;
+}
+
+/* ---- table ----------------------------------------------------------------- */
+
+static char *u64s(char *buf, uint64_t v)
+{
+	snprintf(buf, 24, "%" PRIu64, v);
+	return buf;
+}
+
+static int add_figures_row(struct text_table *t, const char *name,
+			   const struct mem_figures *f)
+{
+	char c[8][24];
+	const char *cells[9];
+
+	cells[0] = name;
+	cells[1] = u64s(c[0], f->allocs);
+	cells[2] = u64s(c[1], f->alloc_bytes);
+	cells[3] = u64s(c[2], f->frees);
+	cells[4] = u64s(c[3], f->live);
+	cells[5] = u64s(c[4], f->live_bytes);
+	cells[6] = u64s(c[5], f->peak_live_bytes);
+	cells[7] = u64s(c[6], f->allocs ? f->alloc_bytes / f->allocs : 0);
+	return text_table__add_row(t, cells);
+}
+
+static const struct text_col figure_cols[] = {
+	{ "Type", TEXT_LEFT, false, 60 },
+	{ "Allocs", TEXT_RIGHT, false, 0 },
+	{ "Bytes", TEXT_RIGHT, false, 0 },
+	{ "Frees", TEXT_RIGHT, false, 0 },
+	{ "Live", TEXT_RIGHT, false, 0 },
+	{ "Live bytes", TEXT_RIGHT, false, 0 },
+	{ "Peak live bytes", TEXT_RIGHT, false, 0 },
+	{ "Avg size", TEXT_RIGHT, false, 0 },
+};
+
+static int print_types(FILE *out, const struct mem_report *r)
+{
+	struct text_table t;
+	unsigned int i;
+	int err;
+
+	err = text_table__init(&t, figure_cols, ARRAY_SIZE(figure_cols));
+	for (i = 0; !err && i < r->ntypes; i++)
+		err = add_figures_row(&t, r->types[i].name, &r->types[i].f);
+	if (!err && r->heap_traced)
+		err = add_figures_row(&t, "[heap: libc malloc]", &r->heap);
+	if (!err) {
+		fprintf(out, "Memory by type%s\n",
+			r->heap_traced ? " (and the libc heap)" : "");
+		err = text_table__print(out, &t);
+	}
+	text_table__free(&t);
+	return err;
+}
+
+static const struct text_col thread_cols[] = {
+	{ "Thread", TEXT_LEFT, false, 40 },
+	{ "TID", TEXT_RIGHT, false, 0 },
+	{ "Type", TEXT_LEFT, false, 40 },
+	{ "Allocs", TEXT_RIGHT, false, 0 },
+	{ "Bytes", TEXT_RIGHT, false, 0 },
+	{ "Frees", TEXT_RIGHT, false, 0 },
+	{ "Live", TEXT_RIGHT, false, 0 },
+	{ "Live bytes", TEXT_RIGHT, false, 0 },
+	{ "Peak live bytes", TEXT_RIGHT, false, 0 },
+};
+
+static int print_threads(FILE *out, const struct mem_report *r)
+{
+	struct text_table t;
+	unsigned int i;
+	int err;
+
+	err = text_table__init(&t, thread_cols, ARRAY_SIZE(thread_cols));
+	for (i = 0; !err && i < r->nthreads; i++) {
+		const struct mem_thread_row *th = &r->threads[i];
+		const struct mem_figures *f = &th->f;
+		char c[7][24];
+		const char *cells[] = {
+			th->thread, u64s(c[0], th->tid),
+			th->type ? th->type : "[heap: libc malloc]",
+			u64s(c[1], f->allocs), u64s(c[2], f->alloc_bytes),
+			u64s(c[3], f->frees), u64s(c[4], f->live),
+			u64s(c[5], f->live_bytes),
+			u64s(c[6], f->peak_live_bytes),
+		};
+
+		err = text_table__add_row(&t, cells);
+	}
+	if (!err) {
+		fputs("\nMemory by allocating thread\n", out);
+		err = text_table__print(out, &t);
+	}
+	text_table__free(&t);
+	return err;
+}
+
+static const struct text_col site_cols[] = {
+	{ "Stack/site (innermost first)", TEXT_LEFT, false, 100 },
+	{ "Type", TEXT_LEFT, false, 40 },
+	{ "Allocs", TEXT_RIGHT, false, 0 },
+	{ "Bytes", TEXT_RIGHT, false, 0 },
+	{ "Live", TEXT_RIGHT, false, 0 },
+	{ "Live bytes", TEXT_RIGHT, false, 0 },
+};
+
+/* The first frames of a site, "a < b < c". */
+static char *site_label(const struct mem_site_row *s)
+{
+	size_t len = 1;
+	unsigned int i, n = s->nframes < SITE_FRAMES_SHOWN ? s->nframes
+							    : SITE_FRAMES_SHOWN;
+	char *buf;
+
+	for (i = 0; i < n; i++)
+		len += strlen(s->frames[i]) + 3;
+	len += 16;	/* " < ..." or "[no stack]" */
+	buf = malloc(len);
+	if (!buf)
+		return NULL;
+	buf[0] = 0;
+	for (i = 0; i < n; i++) {
+		if (i)
+			strcat(buf, " < ");
+		strcat(buf, s->frames[i]);
+	}
+	if (!s->nframes)
+		strcpy(buf, "[no stack]");
+	else if (s->nframes > n)
+		strcat(buf, " < ...");
+	return buf;
+}
+
+static int print_sites(FILE *out, const struct mem_report *r)
+{
+	unsigned int i, max = r->max_sites ? r->max_sites : DEFAULT_MAX_SITES;
+	struct text_table t;
+	int err;
+
+	if (!r->nsites)
+		return 0;
+	err = text_table__init(&t, site_cols, ARRAY_SIZE(site_cols));
+	for (i = 0; !err && i < r->nsites && i < max; i++) {
+		const struct mem_site_row *s = &r->sites[i];
+		char c[4][24], *label = site_label(s);
+		const char *cells[] = {
+			label, s->type ? s->type : "[heap]",
+			u64s(c[0], s->allocs), u64s(c[1], s->alloc_bytes),
+			u64s(c[2], s->live), u64s(c[3], s->live_bytes),
+		};
+
+		err = label ? text_table__add_row(&t, cells) : -ENOMEM;
+		free(label);
+	}
+	if (!err) {
+		fprintf(out, "\nAllocation sites by live bytes (what leaks)%s\n",
+			r->nsites > max ? "" : "");
+		err = text_table__print(out, &t);
+		if (!err && r->nsites > max)
+			fprintf(out, "(%u more sites; -f json lists all)\n",
+				r->nsites - max);
+	}
+	text_table__free(&t);
+	return err;
+}
+
+static void fmt_bytes(char *buf, size_t len, uint64_t b)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	unsigned int u = 0;
+
+	while (v >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+		v /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+static uint64_t point_field(const struct mem_point *p, int which)
+{
+	return which == 0 ? p->rss_bytes
+	       : which == 1 ? p->heap_live_bytes : p->typed_live_bytes;
+}
+
+/* One sparkline row: each column is the maximum of its points. */
+static void spark_row(FILE *out, const struct mem_timeline *tl, int which,
+		      const char *label)
+{
+	static const char *const bars[] = { "\u2581", "\u2582", "\u2583",
+					     "\u2584", "\u2585", "\u2586",
+					     "\u2587", "\u2588" };
+	unsigned int cols = tl->n < SPARK_WIDTH ? tl->n : SPARK_WIDTH, c, i;
+	uint64_t max = 0, min = UINT64_MAX, v;
+	char a[32], b[32];
+
+	for (i = 0; i < tl->n; i++) {
+		v = point_field(&tl->v[i], which);
+		if (v > max)
+			max = v;
+		if (v < min)
+			min = v;
+	}
+	fprintf(out, "  %-11s ", label);
+	for (c = 0; c < cols; c++) {
+		unsigned int lo = (unsigned int)((uint64_t)c * tl->n / cols);
+		unsigned int hi = (unsigned int)((uint64_t)(c + 1) * tl->n / cols);
+		uint64_t m = 0;
+
+		for (i = lo; i < hi; i++) {
+			v = point_field(&tl->v[i], which);
+			if (v > m)
+				m = v;
+		}
+		fputs(bars[max ? (unsigned int)(m * 7 / max) : 0], out);
+	}
+	fmt_bytes(a, sizeof(a), min);
+	fmt_bytes(b, sizeof(b), max);
+	fprintf(out, "  min %s, max %s\n", a, b);
+}
+
+static int print_timeline(FILE *out, const struct mem_report *r)
+{
+	const struct mem_timeline *tl = &r->tl;
+	char step[32];
+
+	if (!r->timeline_on)
+		return 0;
+	if (!tl->n) {
+		fputs("\nMemory over time: no samples (the target ended first)\n",
+		      out);
+		return 0;
+	}
+	report__fmt_ns(step, sizeof(step), tl->interval_ns * tl->step);
+	fprintf(out, "\nMemory over time (%u points, one per %s)\n", tl->n,
+		step);
+	spark_row(out, tl, 0, "RSS");
+	if (r->heap_traced)
+		spark_row(out, tl, 1, "heap live");
+	if (r->ntypes)
+		spark_row(out, tl, 2, "typed live");
+	return 0;
+}
+
+int mem_report__write_table(FILE *out, const struct mem_report *r)
+{
+	int err;
+
+	if (r->sampled > 1)
+		fprintf(out, "Sampled: every %u-th allocation counted; figures scaled x%u\n",
+			r->sampled, r->sampled);
+	if (!r->ntypes && !r->heap_traced)
+		fputs("No allocation seen (no SP_ALLOC probe fired, and the libc allocator was not traced)\n",
+		      out);
+	else if ((err = print_types(out, r)))
+		return err;
+	if (r->per_thread && (err = print_threads(out, r)))
+		return err;
+	if ((err = print_sites(out, r)))
+		return err;
+	print_timeline(out, r);
+	return report__flush(out);
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+static void ju64(FILE *out, const char *key, uint64_t v, bool comma)
+{
+	fprintf(out, "%s\"%s\":%" PRIu64, comma ? "," : "", key, v);
+}
+
+static void json_figures(FILE *out, const struct mem_figures *f, bool comma)
+{
+	ju64(out, "allocs", f->allocs, comma);
+	ju64(out, "alloc_bytes", f->alloc_bytes, true);
+	ju64(out, "frees", f->frees, true);
+	ju64(out, "free_bytes", f->free_bytes, true);
+	ju64(out, "live", f->live, true);
+	ju64(out, "live_bytes", f->live_bytes, true);
+	ju64(out, "peak_live_bytes", f->peak_live_bytes, true);
+}
+
+int mem_report__json_fields(FILE *out, void *ctx)
+{
+	const struct mem_report *r = ctx;
+	unsigned int i, j;
+
+	ju64(out, "sampled", r->sampled, false);
+	fputs(",\n\"types\":[", out);
+	for (i = 0; i < r->ntypes; i++) {
+		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
+		escape__json(out, r->types[i].name);
+		json_figures(out, &r->types[i].f, true);
+		fputc('}', out);
+	}
+	fputs("],\n\"heap\":", out);
+	if (r->heap_traced) {
+		fputc('{', out);
+		json_figures(out, &r->heap, false);
+		fputc('}', out);
+	} else {
+		fputs("null", out);
+	}
+	if (r->per_thread) {
+		fputs(",\n\"threads\":[", out);
+		for (i = 0; i < r->nthreads; i++) {
+			const struct mem_thread_row *t = &r->threads[i];
+
+			fputs(i ? ",\n{" : "\n{", out);
+			ju64(out, "pid", t->pid, false);
+			ju64(out, "tid", t->tid, true);
+			fputs(",\"thread\":", out);
+			escape__json(out, t->thread);
+			fputs(",\"type\":", out);
+			if (t->type)
+				escape__json(out, t->type);
+			else
+				fputs("null", out);
+			json_figures(out, &t->f, true);
+			fputc('}', out);
+		}
+		fputc(']', out);
+	}
+	fputs(",\n\"sites\":[", out);
+	for (i = 0; i < r->nsites; i++) {
+		const struct mem_site_row *s = &r->sites[i];
+
+		fputs(i ? ",\n{\"stack\":[" : "\n{\"stack\":[", out);
+		for (j = 0; j < s->nframes; j++) {
+			if (j)
+				fputc(',', out);
+			escape__json(out, s->frames[j]);
+		}
+		fputs("],\"type\":", out);
+		if (s->type)
+			escape__json(out, s->type);
+		else
+			fputs("null", out);
+		ju64(out, "allocs", s->allocs, true);
+		ju64(out, "alloc_bytes", s->alloc_bytes, true);
+		ju64(out, "live", s->live, true);
+		ju64(out, "live_bytes", s->live_bytes, true);
+		fputc('}', out);
+	}
+	fputs("]", out);
+	if (r->timeline_on) {
+		ju64(out, "timeline_step_ns", r->tl.interval_ns * r->tl.step,
+		     true);
+		fputs(",\n\"timeline\":[", out);
+		for (i = 0; i < r->tl.n; i++) {
+			const struct mem_point *p = &r->tl.v[i];
+
+			fputs(i ? ",\n{" : "\n{", out);
+			ju64(out, "t_ns", p->t_ns, false);
+			ju64(out, "rss_bytes", p->rss_bytes, true);
+			ju64(out, "rss_anon_bytes", p->rss_anon_bytes, true);
+			ju64(out, "rss_file_bytes", p->rss_file_bytes, true);
+			ju64(out, "heap_live_bytes", p->heap_live_bytes, true);
+			ju64(out, "typed_live_bytes", p->typed_live_bytes, true);
+			fputc('}', out);
+		}
+		fputc(']', out);
+	}
+	fputs(",\n\"mem_errors\":{", out);
+	for (i = 0; i < SP_MEM_ERR__MAX; i++)
+		ju64(out, mem_error_names[i], r->errors[i], i > 0);
+	fputc('}', out);
+	return ferror(out) ? -EIO : 0;
+}
+
+int mem_report__write_json(FILE *out, const struct mem_report *r)
+{
+	fputc('{', out);
+	ju64(out, "duration_ns", r->duration_ns, false);
+	fputs(",\n", out);
+	mem_report__json_fields(out, (void *)r);
+	fputs("}\n", out);
+	return report__flush(out);
+}
+
+/* ---- CSV ------------------------------------------------------------------- */
+
+enum csv_col {
+	C_KIND, C_NAME, C_STACK, C_PID, C_TID, C_THREAD, C_ALLOCS,
+	C_ALLOC_BYTES, C_FREES, C_FREE_BYTES, C_LIVE, C_LIVE_BYTES, C_PEAK,
+	C_T, C_RSS, C_RSS_ANON, C_RSS_FILE, C_HEAP_LIVE, C_TYPED_LIVE,
+	C_COUNT, C_SAMPLED, C__N,
+};
+
+static const char *const csv_header[C__N] = {
+	"kind", "name", "stack", "pid", "tid", "thread", "allocs",
+	"alloc_bytes", "frees", "free_bytes", "live", "live_bytes",
+	"peak_live_bytes", "t_ns", "rss_bytes", "rss_anon_bytes",
+	"rss_file_bytes", "heap_live_bytes", "typed_live_bytes", "count",
+	"sampled",
+};
+
+struct csv_row {
+	const char *s[C__N];
+	char num[C__N][24];
+};
+
+static void row_num(struct csv_row *row, enum csv_col c, uint64_t v)
+{
+	row->s[c] = u64s(row->num[c], v);
+}
+
+static void row_figures(struct csv_row *row, const struct mem_figures *f)
+{
+	row_num(row, C_ALLOCS, f->allocs);
+	row_num(row, C_ALLOC_BYTES, f->alloc_bytes);
+	row_num(row, C_FREES, f->frees);
+	row_num(row, C_FREE_BYTES, f->free_bytes);
+	row_num(row, C_LIVE, f->live);
+	row_num(row, C_LIVE_BYTES, f->live_bytes);
+	row_num(row, C_PEAK, f->peak_live_bytes);
+}
+
+static void row_print(FILE *out, struct csv_row *row, uint32_t sampled)
+{
+	unsigned int i;
+
+	row_num(row, C_SAMPLED, sampled);
+	for (i = 0; i < C__N; i++) {
+		if (i)
+			fputc(',', out);
+		if (row->s[i])
+			escape__csv(out, row->s[i]);
+	}
+	fputc('\n', out);
+	memset(row, 0, sizeof(*row));
+}
+
+/* One table; `kind` says which cells a row fills (docs/formats.md). */
+int mem_report__write_csv(FILE *out, const struct mem_report *r)
+{
+	struct csv_row row = {};
+	unsigned int i, j;
+
+	for (i = 0; i < C__N; i++)
+		fprintf(out, "%s%s", i ? "," : "", csv_header[i]);
+	fputc('\n', out);
+	for (i = 0; i < r->ntypes; i++) {
+		row.s[C_KIND] = "type";
+		row.s[C_NAME] = r->types[i].name;
+		row_figures(&row, &r->types[i].f);
+		row_print(out, &row, r->sampled);
+	}
+	if (r->heap_traced) {
+		row.s[C_KIND] = "heap";
+		row_figures(&row, &r->heap);
+		row_print(out, &row, r->sampled);
+	}
+	for (i = 0; i < r->nthreads; i++) {
+		const struct mem_thread_row *t = &r->threads[i];
+
+		row.s[C_KIND] = t->type ? "thread" : "heap_thread";
+		row.s[C_NAME] = t->type;
+		row_num(&row, C_PID, t->pid);
+		row_num(&row, C_TID, t->tid);
+		row.s[C_THREAD] = t->thread;
+		row_figures(&row, &t->f);
+		row_print(out, &row, r->sampled);
+	}
+	for (i = 0; i < r->nsites; i++) {
+		const struct mem_site_row *s = &r->sites[i];
+		size_t len = 1;
+		char *stack;
+
+		for (j = 0; j < s->nframes; j++)
+			len += strlen(s->frames[j]) + 1;
+		stack = calloc(1, len);
+		if (!stack)
+			return -ENOMEM;
+		for (j = 0; j < s->nframes; j++) {
+			if (j)
+				strcat(stack, ";");
+			strcat(stack, s->frames[j]);
+		}
+		row.s[C_KIND] = s->type ? "site" : "heap_site";
+		row.s[C_NAME] = s->type;
+		row.s[C_STACK] = stack;
+		row_num(&row, C_ALLOCS, s->allocs);
+		row_num(&row, C_ALLOC_BYTES, s->alloc_bytes);
+		row_num(&row, C_LIVE, s->live);
+		row_num(&row, C_LIVE_BYTES, s->live_bytes);
+		row_print(out, &row, r->sampled);
+		free(stack);
+	}
+	for (i = 0; i < r->tl.n; i++) {
+		const struct mem_point *p = &r->tl.v[i];
+
+		row.s[C_KIND] = "timeline";
+		row_num(&row, C_T, p->t_ns);
+		row_num(&row, C_RSS, p->rss_bytes);
+		row_num(&row, C_RSS_ANON, p->rss_anon_bytes);
+		row_num(&row, C_RSS_FILE, p->rss_file_bytes);
+		row_num(&row, C_HEAP_LIVE, p->heap_live_bytes);
+		row_num(&row, C_TYPED_LIVE, p->typed_live_bytes);
+		row_print(out, &row, r->sampled);
+	}
+	for (i = 0; i < SP_MEM_ERR__MAX; i++) {
+		row.s[C_KIND] = "error";
+		row.s[C_NAME] = mem_error_names[i];
+		row_num(&row, C_COUNT, r->errors[i]);
+		row_print(out, &row, r->sampled);
+	}
+	return report__flush(out);
+}
+
+void mem_report__warn_errors(FILE *err, const struct mem_report *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < SP_MEM_ERR__MAX; i++) {
+		/* Frees of memory from before the trace are normal with -p. */
+		if (!r->errors[i])
+			continue;
+		fprintf(err, "sptrace: warning: %" PRIu64 " %s (%s)\n",
+			r->errors[i], mem_error_names[i], mem_error_hints[i]);
+	}
+	fflush(err);
+}
+
+int mem_report__write(FILE *out, const struct mem_report *r,
+		      enum report_format fmt)
+{
+	int err;
+
+	switch (fmt) {
+	case REPORT_TABLE:
+		err = mem_report__write_table(out, r);
+		break;
+	case REPORT_JSON:
+		err = mem_report__write_json(out, r);
+		break;
+	case REPORT_CSV:
+		err = mem_report__write_csv(out, r);
+		break;
+	default:
+		return -EINVAL;
+	}
+	mem_report__warn_errors(stderr, r);
+	return err;
+}
