@@ -67,11 +67,13 @@ def tmpfile(suffix=""):
     return path
 
 
-def trace_json(args, timeout=300):
-    """sptrace -f json -o FILE ARGS; returns (CompletedProcess, summary)."""
+def trace_json(args, cmd=None, timeout=300):
+    """sptrace [CMD] -f json -o FILE ARGS; returns (CompletedProcess,
+    parsed JSON or None)."""
     out = tmpfile(".json")
     try:
-        p = run([SPTRACE, "-f", "json", "-o", out] + args, timeout=timeout)
+        p = run([SPTRACE] + ([cmd] if cmd else []) +
+                ["-f", "json", "-o", out] + args, timeout=timeout)
         data = None
         if os.path.exists(out):
             with open(out) as f:
@@ -84,6 +86,14 @@ def trace_json(args, timeout=300):
     finally:
         if os.path.exists(out):
             os.unlink(out)
+
+
+def host_truth(stdout):
+    """The JSON line a ground-truth host prints about what it really did."""
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError("host printed no truth: %r" % stdout)
 
 
 def rows(summary):

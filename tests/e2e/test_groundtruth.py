@@ -11,19 +11,12 @@ import signal
 import subprocess
 import time
 
-from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
-                    retry_timing, rows, run, trace_json)
+from sptest import (SPTRACE, check, close, eq, finish, host_truth,
+                    require_bpf, retry_timing, rows, run, trace_json)
 
 GT = os.environ["GT_HOST"]
 ITER = 25
 THREADS = 2
-
-
-def host_truth(stdout):
-    for line in stdout.splitlines():
-        if line.startswith("{"):
-            return json.loads(line)
-    raise AssertionError("host printed no truth: %r" % stdout)
 
 
 def check_summary(s, truth, label):

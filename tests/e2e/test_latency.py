@@ -11,8 +11,8 @@ import re
 import signal
 import subprocess
 
-from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
-                    retry_timing, run, tmpfile)
+from sptest import (SPTRACE, check, close, eq, finish, host_truth,
+                    require_bpf, retry_timing, run, tmpfile, trace_json)
 
 HOST = os.environ["LATENCY_HOST"]
 MARKS = ["--from", "lat_enqueue", "--to", "lat_dequeue"]
@@ -22,31 +22,9 @@ FIELDS = {"from", "to", "count", "min_ns", "max_ns", "p50_ns", "p90_ns",
           "p99_ns", "unmatched_from", "unmatched_to", "hist"}
 
 
-def host_truth(stdout):
-    for line in stdout.splitlines():
-        if line.startswith("{"):
-            return json.loads(line)
-    raise AssertionError("host printed no truth: %r" % stdout)
-
-
 def latency_json(args, extra=()):
-    """sptrace latency -f json -o FILE ARGS; returns (process, result)."""
-    out = tmpfile(".json")
-    try:
-        p = run([SPTRACE, "latency", "-f", "json", "-o", out] + list(extra) +
-                args, timeout=120)
-        data = None
-        if os.path.exists(out):
-            with open(out) as f:
-                text = f.read()
-            try:
-                data = json.loads(text)
-            except ValueError as e:
-                check(False, "latency JSON parses (%s): %r" % (e, text[:200]))
-        return p, data
-    finally:
-        if os.path.exists(out):
-            os.unlink(out)
+    """sptrace latency -f json -o FILE EXTRA ARGS; (process, result)."""
+    return trace_json(list(extra) + args, cmd="latency", timeout=120)
 
 
 def bucket(v):

@@ -11,7 +11,8 @@ import os
 import subprocess
 import time
 
-from sptest import SPTRACE, check, eq, finish, require_bpf, run, tmpfile
+from sptest import (SPTRACE, check, eq, finish, require_bpf, run, tmpfile,
+                    trace_json)
 
 TYPED = os.environ["MEM_TYPED_HOST"]
 LIBC = os.environ["MEM_LIBC_HOST"]
@@ -22,22 +23,7 @@ require_bpf()
 
 
 def mem_json(args, cmd="mem", timeout=300):
-    out = tmpfile(".json")
-    try:
-        p = run([SPTRACE] + ([cmd] if cmd else []) +
-                ["-f", "json", "-o", out] + args, timeout=timeout)
-        data = None
-        if os.path.exists(out):
-            with open(out) as f:
-                text = f.read()
-            try:
-                data = json.loads(text)
-            except ValueError as e:
-                check(False, "JSON parses (%s): %r" % (e, text[:300]))
-        return p, data
-    finally:
-        if os.path.exists(out):
-            os.unlink(out)
+    return trace_json(args, cmd=cmd, timeout=timeout)
 
 
 def fig(d):

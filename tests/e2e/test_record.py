@@ -9,8 +9,8 @@ import os
 import signal
 import subprocess
 
-from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
-                    retry_timing, rows, run, tmpfile)
+from sptest import (SPTRACE, check, close, eq, finish, host_truth,
+                    require_bpf, retry_timing, rows, run, tmpfile)
 
 GT = os.environ["GT_HOST"]
 QE = os.environ["QE_HOST"]
@@ -68,7 +68,7 @@ def test_ground_truth():
     # or preemptions inside probes blur the host's own clock readings.
     p, spt = record(["--", GT, "--threads", "1", "20"])
     eq(p.returncode, 0, "gt record: exit 0")
-    truth = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][0])
+    truth = host_truth(p.stdout)
     p, s = summarize_json(spt)
     os.unlink(spt)
     if not s:
