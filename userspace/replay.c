@@ -59,12 +59,17 @@ static struct sp_thread_stack *thread_stack(struct replay *r, uint32_t pid,
 	struct replay_thread *t;
 	uint32_t j;
 
+	if (r->last && r->last_pid == pid && r->last_tid == tid)
+		return r->last;
 	if (r->cap) {
 		for (j = thread_hash(pid, tid) & (r->cap - 1);
 		     r->threads[j].used; j = (j + 1) & (r->cap - 1)) {
 			t = &r->threads[j];
-			if (t->pid == pid && t->tid == tid)
-				return t->st;
+			if (t->pid == pid && t->tid == tid) {
+				r->last_pid = pid;
+				r->last_tid = tid;
+				return r->last = t->st;
+			}
 		}
 	}
 	if (!create)
@@ -83,7 +88,9 @@ static struct sp_thread_stack *thread_stack(struct replay *r, uint32_t pid,
 	t->tid = tid;
 	t->st->tgid = pid;
 	r->nthreads++;
-	return t->st;
+	r->last_pid = pid;
+	r->last_tid = tid;
+	return r->last = t->st;
 }
 
 static int frame_kind(uint16_t ev, bool *begin)

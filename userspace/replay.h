@@ -34,6 +34,9 @@ struct replay {
 	void *ctx;
 	struct replay_thread *threads;	/* hash by (pid, tid) */
 	uint32_t nthreads, cap;
+	/* The last thread looked up: events come in runs of one thread. */
+	uint32_t last_pid, last_tid;
+	struct sp_thread_stack *last;
 	uint64_t errors[SP_ERR__MAX];	/* same slots as the BPF side */
 	uint64_t open_at_end;		/* frames still open when replay ended */
 };
