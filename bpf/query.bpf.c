@@ -9,11 +9,16 @@
  * cookie, which register holds each argument: the sp probe header guarantees
  * register-only arguments, so one switch reads an argument with no map
  * lookup and no helper call.
+ *
+ * --query specs are the exception: third-party USDT probes, attached
+ * through libbpf's USDT layer, whose row name is a string argument hashed
+ * here (or a fixed name the loader chose); see spec_name().
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/usdt.bpf.h>
 #include <sptrace/query_abi.h>
 #include <sptrace/hist.h>
 #include <sptrace/qstack.h>
@@ -75,6 +80,31 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, SP_DEFAULT_RINGBUF);
 } events SEC(".maps");
+
+/* --query: the string of each hashed name, once (key: the tagged name). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_DEFAULT_MAX_QUERIES);
+	__type(key, __u64);
+	__type(value, struct sp_spec_name);
+} spec_names SEC(".maps");
+
+/* --query: where a name string is read before it is hashed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_spec_name);
+} spec_scratch SEC(".maps");
+
+/* --query: name strings that could not be read (named "<unreadable>").
+ * Apart from SP_ERR_NAME_READ, which userspace recomputes for sp names. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} spec_unreadable SEC(".maps");
 
 /* Zeroed templates for map values too large for the 512-byte BPF stack. */
 struct {
@@ -170,8 +200,8 @@ static __always_inline void capture_name(const struct sp_query_key *key)
 	struct sp_name *tmpl, *n;
 	__u32 zero = 0;
 
-	if (key->name & SP_FUNC_TAG)
-		return;	/* --func: the loader names it from its table */
+	if (key->name & (SP_FUNC_TAG | SP_SPEC_TAG))
+		return;	/* --func, --query: named from a table or spec_names */
 	tmpl = bpf_map_lookup_elem(&zero_name, &zero);
 	if (!tmpl)
 		return;
@@ -436,6 +466,112 @@ int sp_func_return(struct pt_regs *ctx)
 	/* Frames entered below sp - 8 are gone; sp - 8 is this one. */
 	return end(bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
 		   SP_EV_QUERY_END, SP_CTX_REG(ctx, rsp) - 16);
+}
+
+/*
+ * --query: the row name of a spec probe. A string argument is read into a
+ * per-CPU buffer and hashed (FNV-1a 64): third-party names are no literals,
+ * so their address says nothing. The string is kept once per hash. Returns
+ * 0 when no name can be formed (counted).
+ */
+static __always_inline __u64 spec_name(struct pt_regs *ctx, __u64 cookie)
+{
+	static const char unreadable[] = "<unreadable>";
+	struct sp_spec_name *buf;
+	__u64 h = SP_FNV_OFFSET, name;
+	__u32 zero = 0, i;
+	long ptr = 0, len = -1, err;
+
+	if (cookie & SP_SPEC_LITERAL)
+		return SP_FUNC_TAG | SP_SPEC_INDEX(cookie);
+	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!buf)
+		return 0;
+	if (!bpf_usdt_arg(ctx, SP_SPEC_ARG(cookie), &ptr) && ptr)
+		len = bpf_probe_read_user_str(buf->str, sizeof(buf->str),
+					      (const void *)ptr);
+	if (len <= 0) {
+		__u64 *v = bpf_map_lookup_elem(&spec_unreadable, &zero);
+
+		if (v)
+			*v += 1;
+		__builtin_memcpy(buf->str, unreadable, sizeof(unreadable));
+		len = sizeof(unreadable);
+	}
+	for (i = 0; i < SP_SPEC_NAME_LEN; i++) {
+		if (i + 1 >= len)	/* len counts the NUL */
+			break;
+		h ^= (__u8)buf->str[i];
+		h *= SP_FNV_PRIME;
+	}
+	name = SP_SPEC_TAG | (h >> 2);
+	if (!bpf_map_lookup_elem(&spec_names, &name)) {
+		err = bpf_map_update_elem(&spec_names, &name, buf, BPF_NOEXIST);
+		if (err && err != -EEXIST)
+			count_error(SP_ERR_NAMES_FULL, 1);
+	}
+	return name;
+}
+
+static __always_inline __u32 spec_kind(__u64 cookie)
+{
+	__u32 kind = SP_SPEC_KIND(cookie);
+
+	return kind < SP_FRAME__MAX ? kind : SP_FRAME_QUERY;
+}
+
+/* The record event of a spec probe's BEGIN or END. */
+static __always_inline __u32 spec_event(__u32 kind, bool begin)
+{
+	switch (kind) {
+	case SP_FRAME_BLOCKED:
+		return begin ? SP_EV_BLOCKED_BEGIN : SP_EV_BLOCKED_END;
+	case SP_FRAME_INCR_LOAD:
+		return begin ? SP_EV_INCR_LOAD_BEGIN : SP_EV_INCR_LOAD_END;
+	}
+	return begin ? SP_EV_QUERY_BEGIN : SP_EV_QUERY_END;
+}
+
+SEC("usdt")
+int sp_spec_begin(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_usdt_cookie(ctx), name;
+	__u32 kind = spec_kind(cookie);
+
+	if (!armed)
+		return 0;
+	name = spec_name(ctx, cookie);
+	return name ? begin(name, kind, spec_event(kind, true), 0) : 0;
+}
+
+SEC("usdt")
+int sp_spec_end(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_usdt_cookie(ctx), name;
+	__u32 kind = spec_kind(cookie);
+
+	if (!armed)
+		return 0;
+	name = spec_name(ctx, cookie);
+	return name ? end(name, kind, spec_event(kind, false), 0) : 0;
+}
+
+SEC("usdt")
+int sp_spec_cache(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), name;
+	struct sp_query_stats *row;
+
+	if (!armed)
+		return 0;
+	name = spec_name(ctx, bpf_usdt_cookie(ctx));
+	if (!name)
+		return 0;
+	emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
+	row = query_row(id >> 32, name);
+	if (row)
+		row->cache_hits++;
+	return 0;
 }
 
 /* Marks and typed allocations are recorded here; their aggregation

@@ -74,6 +74,7 @@ static const char usage[] =
 "      --only NAME[,NAME]   keep events of these names only\n"
 "      --ringbuf-size MB    kernel ring buffer (power of two, default 4)\n"
 "      --summary FILE       also write the live JSON summary of the run\n"
+"      --query SPEC, --query-file FILE, --func [LIB:]GLOB,\n"
 "      --max-queries N, --max-threads N, -v, -h as for sptrace\n";
 
 static int parse_events(const char *arg, uint32_t *classes)
@@ -116,6 +117,7 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 {
 	static const struct option opts[] = {
 		SESSION_LONG_OPTS,
+		SESSION_QUERY_OPTS,
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "events", required_argument, NULL, 'e' },
@@ -264,10 +266,16 @@ static int name_id(struct recorder *rec, uint32_t pid, uint64_t addr,
 	}
 	if ((rec->nnames + 1) * 2 > rec->cap && (err = grow_names(rec)))
 		return err;
+	/* --func and --query rows are tagged: their names are in tables. */
+	err = addr ? query_provider__tag_name(&rec->qp, addr, buf, sizeof(buf))
+		   : 0;
 	if (!addr)
 		buf[0] = 0;
-	else if (addr_spaces__read_str(&rec->ss.spaces, (pid_t)pid, addr, buf,
-				       sizeof(buf)))
+	else if (err == -ENOENT)
+		snprintf(buf, sizeof(buf), "<unknown name 0x%llx>",
+			 (unsigned long long)addr);
+	else if (err && addr_spaces__read_str(&rec->ss.spaces, (pid_t)pid,
+					      addr, buf, sizeof(buf)))
 		snprintf(buf, sizeof(buf), "<unreadable name 0x%llx in pid %u>",
 			 (unsigned long long)addr, pid);
 	if (!kept(rec, buf)) {
@@ -422,6 +430,9 @@ int cmd_record(int argc, char **argv)
 		err = session__run(&rec.ss, ring_buffer__epoll_fd(rec.rb),
 				   drain, &rec);
 	}
+	if (!err && (rec.ss.launched || env.so.nbinaries))
+		err = query_provider__check(&rec.qp, env.so.cmd ? env.so.cmd[0]
+							       : env.so.binaries[0]);
 	if (!err && env.summary)
 		err = write_live_summary(&rec, env.summary);
 	/* The ring buffer's losses, summed over CPUs, go in the footer. */

@@ -55,6 +55,10 @@ static const char usage[] =
 "                           mapped library LIB (e.g. libc:malloc); repeatable\n"
 "      --func-unsafe        allow --func in C++ programs that throw (a throw\n"
 "                           through a traced function aborts the program)\n"
+"      --query SPEC         rows from any provider's USDT probes:\n"
+"                           PROV:BEGIN,PROV:END,name=argN|NAME[,kind=blocked|incr]\n"
+"                           or PROV:PROBE,name=argN|NAME,kind=cache; repeatable\n"
+"      --query-file FILE    the specs of FILE, one a line (examples/specs/)\n"
 "      --max-queries N      distinct (process, query) rows kept in the\n"
 "                           kernel (default %u)\n"
 "      --max-threads N      threads with open queries (default %u)\n"
@@ -76,6 +80,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 {
 	static const struct option opts[] = {
 		SESSION_LONG_OPTS,
+		SESSION_QUERY_OPTS,
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, OPT_FORCE },
@@ -205,6 +210,9 @@ int cmd_trace(int argc, char **argv)
 		err = session__start(&ss);
 	if (!err)
 		err = session__run(&ss, -1, NULL, NULL);
+	if (!err && (ss.launched || env.so.nbinaries))
+		err = query_provider__check(&qp, env.so.cmd ? env.so.cmd[0]
+						       : env.so.binaries[0]);
 	if (!err)
 		err = query_provider__read(&qp, &ss, &s);
 	if (!err && env.mem)

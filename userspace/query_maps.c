@@ -39,6 +39,7 @@ struct name_table {
 	size_t n, cap;
 	const char *const *fnames;	/* --func rows, by index */
 	size_t nfnames;
+	int spec_fd;			/* --query: `spec_names` */
 	uint64_t unresolved;	/* names neither BPF nor we could read */
 };
 
@@ -107,6 +108,15 @@ static const char *name_of(struct name_table *t,
 		__u64 i = name & ~SP_FUNC_TAG;
 
 		return i < t->nfnames ? t->fnames[i] : "<unknown function>";
+	}
+	if (name & SP_SPEC_TAG) {
+		struct sp_spec_name v;
+
+		if (bpf_map_lookup_elem(t->spec_fd, &name, &v))
+			return "<unknown --query name>";	/* map was full */
+		v.str[sizeof(v.str) - 1] = 0;
+		snprintf(fallback, len, "%s", v.str);
+		return fallback;
 	}
 	e = t->n ? bsearch(&key, t->v, t->n, sizeof(t->v[0]), key_cmp) : NULL;
 	if (e)
@@ -218,9 +228,13 @@ int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 		     const char *const *fnames, size_t nfnames,
 		     struct summary *s)
 {
-	struct name_table t = { .fnames = fnames, .nfnames = nfnames };
-	int ncpus = libbpf_num_possible_cpus(), err;
-	size_t i;
+	struct name_table t = {
+		.fnames = fnames, .nfnames = nfnames,
+		.spec_fd = bpf_map__fd(skel->maps.spec_names),
+	};
+	int ncpus = libbpf_num_possible_cpus(), err, i;
+	__u32 zero = 0;
+	__u64 *vals;
 
 	if (ncpus <= 0)
 		return ncpus ? ncpus : -EINVAL;
@@ -235,11 +249,20 @@ int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 	/* BPF counts names it could not read in place; most are read here
 	 * from the mapped file. Report only those still unknown. */
 	s->errors[SP_ERR_NAME_READ] = t.unresolved;
+	/* Plus --query strings that could not be read ("<unreadable>"). */
+	vals = calloc((size_t)ncpus, sizeof(*vals));
+	if (!vals && !err)
+		err = -ENOMEM;
+	if (vals && !bpf_map_lookup_elem(bpf_map__fd(skel->maps.spec_unreadable),
+					 &zero, vals))
+		for (i = 0; i < ncpus; i++)
+			s->errors[SP_ERR_NAME_READ] += vals[i];
+	free(vals);
 	/* Events the ring buffer could not take are the recording's loss. */
 	s->lost += s->errors[SP_ERR_EVENTS_LOST];
 	s->errors[SP_ERR_EVENTS_LOST] = 0;
-	for (i = 0; i < t.n; i++)
-		free(t.v[i].str);
+	for (size_t j = 0; j < t.n; j++)
+		free(t.v[j].str);
 	free(t.v);
 	return err;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sptrace/record_abi.h>
 #include "elf_notes.h"
@@ -21,6 +22,14 @@
 #include "query_maps.h"
 #include "query_provider.h"
 #include "summary.h"
+#include "usdt_args.h"
+
+/* A file a --query spec's probes were looked for in, per process. */
+struct qp_spec_file {
+	pid_t pid;
+	dev_t dev;
+	ino_t ino;
+};
 
 static int open_and_load(struct query_provider *qp, bool multi)
 {
@@ -31,8 +40,13 @@ static int open_and_load(struct query_provider *qp, bool multi)
 	qp->skel = query_bpf__open();
 	if (!qp->skel)
 		return -errno;
+	/* Not the --query programs: libbpf attaches USDT probes as perf
+	 * event uprobes, which a uprobe_multi program cannot be. */
 	bpf_object__for_each_program(prog, qp->skel->obj)
-		if (multi && prog != qp->skel->progs.sp_thread_exit)
+		if (multi && prog != qp->skel->progs.sp_thread_exit &&
+		    prog != qp->skel->progs.sp_spec_begin &&
+		    prog != qp->skel->progs.sp_spec_end &&
+		    prog != qp->skel->progs.sp_spec_cache)
 			attach__prepare_multi(prog);
 	qp->skel->rodata->record = o->record;
 	qp->skel->rodata->wakeup_bytes =
@@ -96,12 +110,59 @@ static size_t bind_probes(struct query_provider *qp)
 	return i;
 }
 
+/* Index of `name` in the table of fixed row names, added if new. */
+static int intern_name(struct query_provider *qp, const char *name,
+		       size_t *idx)
+{
+	char **v;
+
+	for (*idx = 0; *idx < qp->nfnames; (*idx)++)
+		if (!strcmp(qp->fnames[*idx], name))
+			return 0;
+	v = realloc(qp->fnames, (qp->nfnames + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	qp->fnames = v;
+	v[qp->nfnames] = strdup(name);
+	if (!v[qp->nfnames])
+		return -ENOMEM;
+	*idx = qp->nfnames++;
+	return 0;
+}
+
+static int specs_init(struct query_provider *qp)
+{
+	int k, err;
+
+	if (!qp->o->nqspecs)
+		return 0;
+	qp->spec_found = calloc(2 * (size_t)qp->o->nqspecs,
+				sizeof(*qp->spec_found));
+	qp->spec_lit = calloc((size_t)qp->o->nqspecs, sizeof(*qp->spec_lit));
+	if (!qp->spec_found || !qp->spec_lit)
+		return -ENOMEM;
+	for (k = 0; k < qp->o->nqspecs; k++) {
+		if (!qp->o->qspecs[k].literal)
+			continue;
+		err = intern_name(qp, qp->o->qspecs[k].literal,
+				  &qp->spec_lit[k]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int qp_load(void *ctx, const struct session_opts *o)
 {
 	struct query_provider *qp = ctx;
 	int err;
 
 	qp->o = o;
+	err = specs_init(qp);
+	if (err) {
+		sp_err("cannot set up --query: %s", strerror(-err));
+		return err;
+	}
 	/* uprobe_multi links first (Linux 6.6+), else one uprobe per site. */
 	qp->multi = true;
 	err = open_and_load(qp, true);
@@ -256,6 +317,230 @@ static int attach_funcs_pid(struct query_provider *qp, pid_t pid)
 	return err ? err : total;
 }
 
+/* ---- --query specs ------------------------------------------------------ */
+
+static bool spec_file_seen(struct query_provider *qp, pid_t pid,
+			   const struct stat *st, int *err)
+{
+	struct qp_spec_file *v;
+	size_t i;
+
+	*err = 0;
+	for (i = 0; i < qp->nspec_files; i++)
+		if (qp->spec_files[i].pid == pid &&
+		    qp->spec_files[i].dev == st->st_dev &&
+		    qp->spec_files[i].ino == st->st_ino)
+			return true;
+	v = realloc(qp->spec_files, (qp->nspec_files + 1) * sizeof(*v));
+	if (!v) {
+		*err = -ENOMEM;
+		return true;
+	}
+	qp->spec_files = v;
+	v[qp->nspec_files++] = (struct qp_spec_file){
+		.pid = pid, .dev = st->st_dev, .ino = st->st_ino,
+	};
+	return false;
+}
+
+/* Sites of probe `p` of spec `q` in the file; each must have the name
+ * argument. Their number or -EINVAL (reported). */
+static int spec_sites(const struct query_spec *q, int p,
+		      const struct usdt_file *f, const char *path)
+{
+	struct usdt_arg args[USDT_ARGS_MAX];
+	int n = 0, nargs;
+	size_t i;
+
+	for (i = 0; i < f->nsites; i++) {
+		const struct usdt_site *s = &f->sites[i];
+
+		if (strcmp(s->provider, q->provider[p]) ||
+		    strcmp(s->name, q->probe[p]))
+			continue;
+		nargs = usdt_args__parse(s->args, args, USDT_ARGS_MAX);
+		if (q->arg >= 0 && nargs >= 0 && q->arg >= nargs) {
+			sp_err("--query '%s': %s: probe %s:%s has %d argument%s: name=arg%d names none (arg0..arg%d)",
+			       q->text, path, q->provider[p], q->probe[p],
+			       nargs, nargs == 1 ? "" : "s", q->arg,
+			       nargs ? nargs - 1 : 0);
+			return -EINVAL;
+		}
+		n++;
+	}
+	return n;
+}
+
+static int push_spec_link(struct query_provider *qp, struct bpf_link *link)
+{
+	struct bpf_link **v = realloc(qp->spec_links, (qp->nspec_links + 1) *
+							      sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	qp->spec_links = v;
+	v[qp->nspec_links++] = link;
+	return 0;
+}
+
+/* Every --query probe in one file, for pid: ENDs before BEGINs, as in
+ * bind_probes(). Returns the sites attached or -errno (reported). */
+static int attach_specs_file(struct query_provider *qp, pid_t pid,
+			     const char *open_path, const char *path)
+{
+	struct query_bpf *skel = qp->skel;
+	struct usdt_file *f = NULL;
+	int k, p, n, err, total = 0;
+	struct stat st;
+
+	if (stat(open_path, &st))
+		return 0;	/* gone; nothing of it can run */
+	if (spec_file_seen(qp, pid, &st, &err))
+		return err;
+	err = usdt_file__open(open_path, &f, NULL);
+	if (err)
+		return 0;	/* not an ELF file sptrace can attach to */
+	for (k = 0; k < qp->o->nqspecs && !err; k++) {
+		const struct query_spec *q = &qp->o->qspecs[k];
+
+		for (p = q->nprobes - 1; p >= 0 && !err; p--) {
+			LIBBPF_OPTS(bpf_usdt_opts, uo,
+				.usdt_cookie = SP_SPEC_COOKIE(
+					q->arg < 0 ? 0 : q->arg, q->kind,
+					q->literal != NULL, qp->spec_lit[k]));
+			struct bpf_program *prog =
+				q->cache ? skel->progs.sp_spec_cache :
+				p ? skel->progs.sp_spec_end :
+				    skel->progs.sp_spec_begin;
+			struct bpf_link *link;
+
+			n = spec_sites(q, p, f, path);
+			if (n <= 0) {
+				err = n;
+				break;
+			}
+			link = bpf_program__attach_usdt(prog, pid, open_path,
+							q->provider[p],
+							q->probe[p], &uo);
+			if (!link) {
+				err = -errno;
+				sp_err("--query '%s': %s: cannot attach probe %s:%s: %s (see -v)",
+				       q->text, path, q->provider[p],
+				       q->probe[p], strerror(-err));
+				break;
+			}
+			err = push_spec_link(qp, link);
+			if (err) {
+				bpf_link__destroy(link);
+				break;
+			}
+			qp->spec_found[2 * k + p] += (size_t)n;
+			total += n;
+			sp_info("pid %d: %s: %d sites of %s:%s attached (--query)",
+				(int)pid, path, n, q->provider[p], q->probe[p]);
+		}
+	}
+	usdt_file__free(f);
+	return err ? err : total;
+}
+
+/* Every executable mapping of a running process. */
+static int attach_specs_pid(struct query_provider *qp, pid_t pid)
+{
+	struct proc_maps m = {};
+	const char **paths = NULL;
+	size_t np = 0, i, j;
+	char open_path[96];
+	int err, total = 0;
+
+	err = proc_maps__read(pid, &m);
+	if (!err)
+		err = proc_maps__exec_files(&m, &paths, &np);
+	for (i = 0; !err && i < np; i++) {
+		for (j = 0; j < m.n; j++)
+			if (m.v[j].path && !strcmp(m.v[j].path, paths[i]))
+				break;
+		if (j == m.n)
+			continue;
+		snprintf(open_path, sizeof(open_path),
+			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+			 m.v[j].start, m.v[j].end);
+		err = attach_specs_file(qp, pid, open_path, paths[i]);
+		if (err > 0)
+			total += err;
+		if (err > 0)
+			err = 0;
+	}
+	free(paths);
+	proc_maps__free(&m);
+	return err ? err : total;
+}
+
+int query_provider__check(const struct query_provider *qp,
+			  const char *target)
+{
+	int k, p;
+
+	for (k = 0; qp->o && k < qp->o->nqspecs; k++) {
+		const struct query_spec *q = &qp->o->qspecs[k];
+
+		for (p = 0; p < q->nprobes; p++) {
+			if (qp->spec_found[2 * k + p])
+				continue;
+			sp_err("--query '%s': no probe %s:%s in %s or its libraries (sptrace list shows a file's probes)",
+			       q->text, q->provider[p], q->probe[p], target);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
+int query_provider__tag_name(const struct query_provider *qp, __u64 name,
+			     char *buf, size_t len)
+{
+	struct sp_spec_name v;
+
+	if (name & SP_FUNC_TAG) {
+		name &= ~SP_FUNC_TAG;
+		if (name >= qp->nfnames)
+			return -ENOENT;
+		snprintf(buf, len, "%s", qp->fnames[name]);
+		return 0;
+	}
+	if (!(name & SP_SPEC_TAG))
+		return -EINVAL;
+	if (!qp->skel ||
+	    bpf_map_lookup_elem(bpf_map__fd(qp->skel->maps.spec_names), &name,
+				&v))
+		return -ENOENT;
+	v.str[sizeof(v.str) - 1] = 0;
+	snprintf(buf, len, "%s", v.str);
+	return 0;
+}
+
+static int qp_attach_specs(struct query_provider *qp, pid_t pid,
+			   const char *path)
+{
+	char target[32];
+	int n;
+
+	if (path) {
+		qp->spec_by_path = true;
+		return attach_specs_file(qp, pid, path, path);
+	}
+	n = attach_specs_pid(qp, pid);
+	/* -p: the process is complete now; a command or -b is checked
+	 * once it ran (a library it loads later may bring the probes). */
+	if (n >= 0 && !qp->spec_by_path) {
+		snprintf(target, sizeof(target), "pid %d", (int)pid);
+		qp->spec_by_path = true;	/* checked once */
+		/* Not -ENOENT: the session reads that as "exited". */
+		if (query_provider__check(qp, target))
+			return -EINVAL;
+	}
+	return n;
+}
+
 static int qp_attach(void *ctx, pid_t pid, const char *path)
 {
 	struct query_provider *qp = ctx;
@@ -265,6 +550,10 @@ static int qp_attach(void *ctx, pid_t pid, const char *path)
 		n = attacher__attach_file(&qp->att, pid, path, path);
 	else
 		n = attacher__attach_pid(&qp->att, pid);
+	if (n >= 0 && qp->o->nqspecs) {
+		f = qp_attach_specs(qp, pid, path);
+		n = f < 0 ? f : n + f;
+	}
 	if (n < 0 || !qp->o->nfuncs)
 		return n;
 	if (path)
@@ -283,12 +572,24 @@ static void qp_arm(void *ctx, bool on)
 	qp->skel->bss->armed = on;
 }
 
+static void destroy_spec_links(struct query_provider *qp)
+{
+	size_t i;
+
+	for (i = 0; i < qp->nspec_links; i++)
+		bpf_link__destroy(qp->spec_links[i]);
+	free(qp->spec_links);
+	qp->spec_links = NULL;
+	qp->nspec_links = 0;
+}
+
 static void qp_detach(void *ctx)
 {
 	struct query_provider *qp = ctx;
 
 	attacher__destroy(&qp->att);
 	attacher__destroy(&qp->fatt);
+	destroy_spec_links(qp);
 }
 
 static void qp_destroy(void *ctx)
@@ -297,6 +598,14 @@ static void qp_destroy(void *ctx)
 
 	attacher__destroy(&qp->att);
 	attacher__destroy(&qp->fatt);
+	destroy_spec_links(qp);
+	free(qp->spec_files);
+	free(qp->spec_found);
+	free(qp->spec_lit);
+	qp->spec_files = NULL;
+	qp->spec_found = NULL;
+	qp->spec_lit = NULL;
+	qp->nspec_files = 0;
 	for (size_t i = 0; i < qp->nfnames; i++)
 		free(qp->fnames[i]);
 	free(qp->fnames);

@@ -6,6 +6,7 @@
 #ifndef SPTRACE_QUERY_PROVIDER_H
 #define SPTRACE_QUERY_PROVIDER_H
 
+#include <linux/types.h>
 #include "attach.h"
 #include "session.h"
 
@@ -22,12 +23,30 @@ struct query_provider {
 	char **fnames;			/* --func: row names, by index */
 	size_t nfnames;
 	struct bpf_link *exit_link;	/* thread-exit tracepoint */
+	/* --query specs: their USDT links, the files they were looked for
+	 * in, per spec and probe the sites found, per spec the table index
+	 * of its fixed name. */
+	struct bpf_link **spec_links;
+	size_t nspec_links;
+	struct qp_spec_file *spec_files;
+	size_t nspec_files;
+	size_t *spec_found;		/* [2 * spec + probe] */
+	size_t *spec_lit;
+	bool spec_by_path;		/* -b or a command: checked at the end */
 	const struct session_opts *o;
 };
 
 /* Fills `p` with the hooks of the query provider backed by `qp`. */
 void query_provider__init(struct query_provider *qp,
 			  struct session_provider *p);
+/* After the session ran: each --query probe was found somewhere (else
+ * reported, -ENOENT). With -p this is checked when attaching. */
+int query_provider__check(const struct query_provider *qp,
+			  const char *target);
+/* The string of a tagged row name (--func, --query): 0, -ENOENT if
+ * unknown, -EINVAL if `name` is an address. */
+int query_provider__tag_name(const struct query_provider *qp, __u64 name,
+			     char *buf, size_t len);
 /* After the session ran: the aggregated figures (names read through the
  * session's address-space snapshots). 0 or -errno (reported). */
 int query_provider__read(struct query_provider *qp, const struct session *ss,

@@ -102,6 +102,21 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	case 0x1004:
 		o->func_unsafe = true;
 		return 1;
+	case 0x1005: {
+		struct query_spec *v = realloc(o->qspecs, (size_t)(o->nqspecs + 1) *
+							      sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		o->qspecs = v;
+		if (query_spec__parse(arg, "--query", &v[o->nqspecs]))
+			return -EINVAL;
+		o->nqspecs++;
+		return 1;
+	}
+	case 0x1006:
+		return query_spec__read_file(arg, &o->qspecs, &o->nqspecs) ?
+			       -EINVAL : 1;
 	case 0x1001:
 	case 0x1002:
 		if (parse_long(arg, 16, 1 << 24, &v)) {

@@ -14,6 +14,7 @@
 #include "attach.h"
 #include "dl_watch.h"
 #include "launch.h"
+#include "query_spec.h"
 
 #define SESSION_MAX_PIDS 256
 #define SESSION_MAX_FUNCS 32
@@ -28,6 +29,8 @@ struct session_opts {
 	const char *funcs[SESSION_MAX_FUNCS];	/* --func [LIB:]GLOB */
 	int nfuncs;
 	bool func_unsafe;		/* --func-unsafe: also where C++ throws */
+	struct query_spec *qspecs;	/* --query, --query-file (owned) */
+	int nqspecs;
 	double duration_s;		/* 0: until stopped */
 	unsigned int max_queries;	/* 0: default */
 	unsigned int max_threads;
@@ -102,6 +105,10 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 	{ "max-threads", required_argument, NULL, 0x1002 },                    \
 	{ "func", required_argument, NULL, 0x1003 },                           \
 	{ "func-unsafe", no_argument, NULL, 0x1004 }
+/* Third-party USDT specs: only for commands with the query provider. */
+#define SESSION_QUERY_OPTS                                                     \
+	{ "query", required_argument, NULL, 0x1005 },                          \
+	{ "query-file", required_argument, NULL, 0x1006 }
 /* Cross-option checks; reports and returns -EINVAL. */
 int session_opts__check(const struct session_opts *o);
 

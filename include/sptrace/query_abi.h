@@ -130,10 +130,38 @@ enum sp_reg {
 
 /*
  * --func: a plain function's row is named SP_FUNC_TAG | index into the
- * loader's table of function names (bit 63 is never set in a user-space
- * address on the architectures sptrace supports).
+ * loader's table of function names and --query fixed names (bit 63 is
+ * never set in a user-space address on the architectures sptrace supports).
  */
 #define SP_FUNC_TAG (1ull << 63)
+
+/*
+ * --query specs on third-party USDT probes. A name read from a string
+ * argument is named SP_SPEC_TAG | (FNV-1a 64 of its bytes >> 2); the bytes
+ * go once into the `spec_names` map (key: that tagged name) so userspace
+ * names the row even after the target exited. A fixed name (name=LITERAL)
+ * is interned by the loader and shares SP_FUNC_TAG's table.
+ */
+#define SP_SPEC_TAG (1ull << 62)
+#define SP_SPEC_NAME_LEN 64
+#define SP_FNV_OFFSET 0xcbf29ce484222325ull
+#define SP_FNV_PRIME 0x100000001b3ull
+
+/* Value of the `spec_names` map. */
+struct sp_spec_name {
+	char str[SP_SPEC_NAME_LEN];
+};
+
+/* The USDT cookie of a spec probe: bits 0-7 the name argument, 8-15 the
+ * interval kind (enum sp_frame_kind), bit 16 set for a fixed name whose
+ * table index is in bits 32-63. */
+#define SP_SPEC_LITERAL (1ull << 16)
+#define SP_SPEC_COOKIE(arg, kind, lit, idx)                                    \
+	((__u64)(arg) | ((__u64)(kind) << 8) |                                 \
+	 ((lit) ? SP_SPEC_LITERAL | ((__u64)(idx) << 32) : 0))
+#define SP_SPEC_ARG(cookie) ((unsigned int)((cookie) & 0xff))
+#define SP_SPEC_KIND(cookie) ((unsigned int)(((cookie) >> 8) & 0xff))
+#define SP_SPEC_INDEX(cookie) ((cookie) >> 32)
 
 #define SP_COOKIE_ARG(cookie, i) ((unsigned int)(((cookie) >> ((i) * 8)) & 0xff))
 
