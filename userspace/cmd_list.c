@@ -45,38 +45,23 @@ static int list_file(const char *open_path, const char *path, size_t *total)
 	return 0;
 }
 
+static int list_mapped(void *ctx, const char *open_path, const char *path)
+{
+	int err = list_file(open_path, path, ctx);
+
+	return err == -ENOENT ? 0 : err;	/* unmapped meanwhile */
+}
+
 static int list_pid(long pid, size_t *total)
 {
-	struct proc_maps maps = {};
-	const char **paths = NULL;
-	size_t n = 0, i, j;
-	int err;
+	int err = proc_maps__for_each_exec_file((int)pid, list_mapped, total);
 
-	err = proc_maps__read((int)pid, &maps);
-	if (err) {
+	if (err == -ENOENT || err == -ESRCH || err == -EACCES || err == -EPERM)
 		sp_err("pid %ld: cannot read its mappings: %s%s", pid,
 		       strerror(-err),
 		       err == -ENOENT || err == -ESRCH ? " (check the PID)" :
 		       " (needs root or CAP_SYS_PTRACE)");
-		return err;
-	}
-	err = proc_maps__exec_files(&maps, &paths, &n);
-	for (i = 0; !err && i < n; i++) {
-		char open_path[96];
-
-		for (j = 0; j < maps.n; j++)
-			if (maps.v[j].path && !strcmp(maps.v[j].path, paths[i]))
-				break;
-		snprintf(open_path, sizeof(open_path),
-			 "/proc/%ld/map_files/%" PRIx64 "-%" PRIx64, pid,
-			 maps.v[j].start, maps.v[j].end);
-		err = list_file(open_path, paths[i], total);
-		if (err == -ENOENT)
-			err = 0;	/* unmapped meanwhile */
-	}
-	free(paths);
-	proc_maps__free(&maps);
-	return err;
+	return err < 0 ? err : 0;
 }
 
 int cmd_list(int argc, char **argv)

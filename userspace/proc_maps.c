@@ -16,6 +16,7 @@
  * blanks and has undefined behaviour on overflow; the input here is a file.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,4 +301,39 @@ cleanup:
 	free(first_exec);
 	free(refs);
 	return err;
+}
+
+int proc_maps__for_each_exec_file(int pid,
+				  int (*fn)(void *ctx, const char *open_path,
+					    const char *path),
+				  void *ctx)
+{
+	struct proc_maps m = { 0 };
+	const char **paths = NULL;
+	char open_path[96];
+	size_t n = 0, i, j;
+	int err, total = 0;
+
+	err = proc_maps__read(pid, &m);
+	if (!err)
+		err = proc_maps__exec_files(&m, &paths, &n);
+	for (i = 0; !err && i < n; i++) {
+		/* The first mapping of the path names its inode. */
+		for (j = 0; j < m.n; j++)
+			if (m.v[j].path && !strcmp(m.v[j].path, paths[i]))
+				break;
+		if (j == m.n)
+			continue;
+		snprintf(open_path, sizeof(open_path),
+			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
+			 m.v[j].start, m.v[j].end);
+		err = fn(ctx, open_path, paths[i]);
+		if (err > 0)
+			total += err;
+		if (err > 0)
+			err = 0;
+	}
+	free(paths);
+	proc_maps__free(&m);
+	return err ? err : total;
 }

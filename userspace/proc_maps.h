@@ -49,4 +49,15 @@ void proc_maps__free(struct proc_maps *m);
 int proc_maps__exec_files(const struct proc_maps *m, const char ***paths,
 			  size_t *n);
 
+/*
+ * Calls fn(ctx, open_path, path) once for each file of proc_maps__exec_files()
+ * of `pid`; open_path is its /proc/PID/map_files link (the mapped inode,
+ * in any mount namespace, even if the path was replaced). Stops at the
+ * first negative return and returns it; else the sum of the returns.
+ */
+int proc_maps__for_each_exec_file(int pid,
+				  int (*fn)(void *ctx, const char *open_path,
+					    const char *path),
+				  void *ctx);
+
 #endif /* SPTRACE_PROC_MAPS_H */

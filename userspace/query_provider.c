@@ -280,41 +280,33 @@ static int attach_funcs(struct query_provider *qp, pid_t pid,
 }
 
 /* --func on a running process: every executable mapping it has. */
+struct funcs_pid {
+	struct query_provider *qp;
+	pid_t pid;
+	struct stat exe;
+};
+
+static int funcs_file(void *ctx, const char *open_path, const char *path)
+{
+	struct funcs_pid *fp = ctx;
+	struct stat st;
+
+	if (stat(open_path, &st))
+		return 0;	/* unmapped meanwhile */
+	return attach_funcs(fp->qp, fp->pid, open_path, path,
+			    st.st_dev == fp->exe.st_dev &&
+			    st.st_ino == fp->exe.st_ino);
+}
+
 static int attach_funcs_pid(struct query_provider *qp, pid_t pid)
 {
-	struct proc_maps m = {};
-	const char **paths = NULL;
-	struct stat exe_st, st;
-	char exe[64], open_path[96];
-	size_t np = 0, i, j;
-	int err, total = 0;
+	struct funcs_pid fp = { .qp = qp, .pid = pid };
+	char exe[64];
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	if (stat(exe, &exe_st))
+	if (stat(exe, &fp.exe))
 		return -errno;
-	err = proc_maps__read(pid, &m);
-	if (!err)
-		err = proc_maps__exec_files(&m, &paths, &np);
-	for (i = 0; !err && i < np; i++) {
-		for (j = 0; j < m.n; j++)
-			if (m.v[j].path && !strcmp(m.v[j].path, paths[i]))
-				break;
-		snprintf(open_path, sizeof(open_path),
-			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-			 m.v[j].start, m.v[j].end);
-		if (stat(open_path, &st))
-			continue;
-		err = attach_funcs(qp, pid, open_path, paths[i],
-				   st.st_dev == exe_st.st_dev &&
-				   st.st_ino == exe_st.st_ino);
-		if (err > 0)
-			total += err;
-		if (err > 0)
-			err = 0;
-	}
-	free(paths);
-	proc_maps__free(&m);
-	return err ? err : total;
+	return proc_maps__for_each_exec_file(pid, funcs_file, &fp);
 }
 
 /* ---- --query specs ------------------------------------------------------ */
@@ -445,35 +437,23 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 }
 
 /* Every executable mapping of a running process. */
+struct specs_pid {
+	struct query_provider *qp;
+	pid_t pid;
+};
+
+static int specs_file(void *ctx, const char *open_path, const char *path)
+{
+	struct specs_pid *sp = ctx;
+
+	return attach_specs_file(sp->qp, sp->pid, open_path, path);
+}
+
 static int attach_specs_pid(struct query_provider *qp, pid_t pid)
 {
-	struct proc_maps m = {};
-	const char **paths = NULL;
-	size_t np = 0, i, j;
-	char open_path[96];
-	int err, total = 0;
+	struct specs_pid sp = { .qp = qp, .pid = pid };
 
-	err = proc_maps__read(pid, &m);
-	if (!err)
-		err = proc_maps__exec_files(&m, &paths, &np);
-	for (i = 0; !err && i < np; i++) {
-		for (j = 0; j < m.n; j++)
-			if (m.v[j].path && !strcmp(m.v[j].path, paths[i]))
-				break;
-		if (j == m.n)
-			continue;
-		snprintf(open_path, sizeof(open_path),
-			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-			 m.v[j].start, m.v[j].end);
-		err = attach_specs_file(qp, pid, open_path, paths[i]);
-		if (err > 0)
-			total += err;
-		if (err > 0)
-			err = 0;
-	}
-	free(paths);
-	proc_maps__free(&m);
-	return err ? err : total;
+	return proc_maps__for_each_exec_file(pid, specs_file, &sp);
 }
 
 int query_provider__check(const struct query_provider *qp,

@@ -6,7 +6,8 @@ specs, each refused with one line."""
 import json
 import os
 
-from sptest import SPTRACE, check, eq, finish, require_bpf, rows, run, tmpfile
+from sptest import (SPTRACE, check, eq, finish, require_bpf, rows, run,
+                    tmpfile, trace_json)
 
 PY = "/usr/bin/python3.11"
 THROW = os.environ["THROW_HOST"]
@@ -15,15 +16,7 @@ N = 1000
 
 
 def trace(args, cmd="trace"):
-    out = tmpfile(".json")
-    pre = [SPTRACE] if cmd == "trace" else [SPTRACE, cmd]
-    p = run(pre + ["-f", "json", "-o", out] + args)
-    s = None
-    if os.path.exists(out):
-        with open(out) as f:
-            s = json.load(f)
-        os.unlink(out)
-    return p, s
+    return trace_json(args, cmd=None if cmd == "trace" else cmd)
 
 
 def one_error_line(p, what, needle):
