@@ -10,7 +10,9 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static unsigned int check_failed;	/* in the whole program */
 
@@ -57,6 +59,41 @@ static unsigned int check_failed;	/* in the whole program */
 static inline int check_status(void)
 {
 	return check_failed ? 1 : 0;
+}
+
+/*
+ * Runs the Python program `py` (no single quote in it) with `text` on its
+ * standard input, for strict checks of the JSON the writers produce; its
+ * standard output goes to out (cut at len - 1). Returns its exit status.
+ */
+static inline __attribute__((unused)) int check_python(const char *py,
+							const char *text,
+							char *out, size_t len)
+{
+	char path[] = "/tmp/sptrace-test-py-XXXXXX", *cmd;
+	size_t n = strlen(text);
+	FILE *p;
+	int fd, status;
+
+	fd = mkstemp(path);
+	if (fd < 0 || write(fd, text, n) != (ssize_t)n) {
+		perror("mkstemp/write");
+		exit(2);
+	}
+	close(fd);
+	if (asprintf(&cmd, "python3 -c '%s' < %s", py, path) < 0)
+		exit(2);
+	p = popen(cmd, "r");
+	if (!p) {
+		perror("popen");
+		exit(2);
+	}
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	status = pclose(p);
+	unlink(path);
+	free(cmd);
+	return status;
 }
 
 #endif /* SPTRACE_CHECK_H */

@@ -229,32 +229,6 @@ static void test_table_columns(void)
 	summary__free(&n);
 }
 
-/* Runs a python3 check on text; its stdout into out; its exit status. */
-static int python(const char *script, const char *text, char *out,
-		  size_t len)
-{
-	char path[] = "/tmp/sptrace-test-diff-XXXXXX", *cmd;
-	size_t n = strlen(text);
-	FILE *p;
-	int fd, status;
-
-	fd = mkstemp(path);
-	if (fd < 0 || write(fd, text, n) != (ssize_t)n)
-		exit(2);
-	close(fd);
-	if (asprintf(&cmd, "python3 -c '%s' < %s", script, path) < 0)
-		exit(2);
-	p = popen(cmd, "r");
-	if (!p)
-		exit(2);
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	status = pclose(p);
-	unlink(path);
-	free(cmd);
-	return status;
-}
-
 static void test_json(void)
 {
 	static const char py[] =
@@ -292,7 +266,7 @@ static void test_json(void)
 	summary__finish(&n);
 	CHECK(diff__build(&d, &b, &n) == 0);
 	out = capture(diff__write_json, &d, "b\"1", "n\xc3\xa9");
-	CHECK(python(py, out, res, sizeof(res)) == 0);
+	CHECK(check_python(py, out, res, sizeof(res)) == 0);
 	/* Exact beyond int64 and double range; the biggest change first. */
 	CHECK(strstr(res, "]\n{'base': 2000000, 'new': 1500000, 'delta': -500000}\n"
 		      "18446744073709551615 212070 -18446744073709339545 -100.0\n"
@@ -310,7 +284,7 @@ static void test_json(void)
 	runs(&b, &n);
 	CHECK(diff__build(&d, &b, &n) == 0);
 	out = capture(diff__write_json, &d, "b\"1", "n\xc3\xa9");
-	CHECK(python(py, out, res, sizeof(res)) == 0);
+	CHECK(check_python(py, out, res, sizeof(res)) == 0);
 	CHECK_STR(res, want);
 	CHECK(strstr(out, "{\"name\":\"new_q\",\"status\":\"new\",\"base\":{"
 		      "\"self_ns\":0,\"total_ns\":0,\"count\":0,\"cache_hits\":0,"

@@ -188,31 +188,6 @@ static const char py_chrome[] =
 "for e in sorted(ev, key=lambda e: (e[\"tid\"], e[\"ts\"], -e.get(\"dur\", 0))): print(fmt(e))\n"
 "print(json.dumps(d[\"otherData\"], sort_keys=True))\n";
 
-/* Runs py on text; its stdout in out; its exit status. */
-static int python(const char *py, const char *text, char *out, size_t len)
-{
-	char path[] = "/tmp/sptrace-test-export-XXXXXX", *cmd;
-	size_t n = strlen(text);
-	FILE *p;
-	int fd, status;
-
-	fd = mkstemp(path);
-	if (fd < 0 || write(fd, text, n) != (ssize_t)n)
-		exit(2);
-	close(fd);
-	if (asprintf(&cmd, "python3 -c '%s' < %s", py, path) < 0)
-		exit(2);
-	p = popen(cmd, "r");
-	if (!p)
-		exit(2);
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	status = pclose(p);
-	unlink(path);
-	free(cmd);
-	return status;
-}
-
 static void test_chrome(void)
 {
 	static const char want[] =
@@ -241,7 +216,7 @@ static void test_chrome(void)
 	char res[8192], *out;
 
 	out = run(EXPORT_CHROME, events, NEV, &info, &st, 0);
-	CHECK_U64(python(py_chrome, out, res, sizeof(res)), 0);
+	CHECK_U64(check_python(py_chrome, out, res, sizeof(res)), 0);
 	CHECK_STR(res, want);
 	/* Exact text of one event: ns precision, fixed field order. */
 	CHECK(strstr(out, "{\"name\":\"inner\",\"cat\":\"query\",\"ph\":\"X\","
@@ -256,7 +231,7 @@ static void test_chrome(void)
 	CHECK_STR(out, "{\"traceEvents\":[\n],\n\"displayTimeUnit\":\"ns\",\n"
 		  "\"otherData\":{\"producer\":\"sptrace\","
 		  "\"base_monotonic_ns\":\"0\"}}\n");
-	CHECK_U64(python(py_chrome, out, res, sizeof(res)), 0);
+	CHECK_U64(check_python(py_chrome, out, res, sizeof(res)), 0);
 	free(out);
 }
 

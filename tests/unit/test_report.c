@@ -369,34 +369,6 @@ static const char py_check[] =
 "print(\",\".join(d[\"queries\"][0].keys()) if d[\"queries\"] else \"-\")\n"
 "print(\",\".join(\"%s=%d\" % kv for kv in d[\"errors\"].items()))\n";
 
-/* Runs py_check on json; its output into out. Returns its exit status. */
-static int python_check(const char *json, char *out, size_t len)
-{
-	char path[] = "/tmp/sptrace-test-json-XXXXXX";
-	char cmd[sizeof(py_check) + 128];
-	size_t n = strlen(json);
-	FILE *p;
-	int fd, status;
-
-	fd = mkstemp(path);
-	if (fd < 0 || write(fd, json, n) != (ssize_t)n) {
-		perror("mkstemp/write");
-		exit(2);
-	}
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "python3 -c '%s' < %s", py_check, path);
-	p = popen(cmd, "r");
-	if (!p) {
-		perror("popen");
-		exit(2);
-	}
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	status = pclose(p);
-	unlink(path);
-	return status;
-}
-
 static void test_json(void)
 {
 	static const char want_q0[] =
@@ -429,7 +401,7 @@ static void test_json(void)
 	CHECK(strncmp(out, "{\"duration_ns\":2010000000,"
 		      "\"total_self_ns\":4000000,", 49) == 0);
 	CHECK(strstr(out, want_q0) != NULL);
-	CHECK_U64(python_check(out, py, sizeof(py)), 0);
+	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);
 	CHECK_STR(py, want_py);
 	free(out);
 	summary__free(&s);
@@ -463,7 +435,7 @@ static void test_json_strings(void)
 	/* No invocations: min_ns is 0 whatever the source said. */
 	CHECK(strstr(out, "\"min_ns\":0,") != NULL);
 	CHECK(strstr(out, "\"hist\":[]") != NULL);
-	CHECK_U64(python_check(out, py, sizeof(py)), 0);
+	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);
 	l2 = strchr(py, '\n');
 	CHECK(l2 && strncmp(l2 + 1, want_py, strlen(want_py)) == 0);
 	free(out);
@@ -474,7 +446,7 @@ static void test_json_strings(void)
 	summary__finish(&s);
 	CHECK(json__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
-	CHECK_U64(python_check(out, py, sizeof(py)), 0);
+	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);
 	free(out);
 	summary__free(&s);
 }
