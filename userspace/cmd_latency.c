@@ -342,5 +342,6 @@ out:
 	latency_result__free(&r);
 	lat_endpoint__free(&env.lo.from);
 	lat_endpoint__free(&env.lo.to);
+	session_opts__free(&env.so);
 	return status;
 }

@@ -310,5 +310,6 @@ int cmd_mem(int argc, char **argv)
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);
 	mem_report__free(&r);
+	session_opts__free(&env.so);
 	return status;
 }

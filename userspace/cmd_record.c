@@ -398,18 +398,19 @@ int cmd_record(int argc, char **argv)
 	uint64_t lost = 0;
 	int err, status;
 
-	if (parse_args(argc, argv, &env))
+	if (parse_args(argc, argv, &env) ||
+	    output__precheck(env.output, env.force) ||
+	    output__precheck(env.summary, env.force) ||
+	    (env.only_arg && !(rec.only = split_names(env.only_arg)))) {
+		session_opts__free(&env.so);
 		return 1;
-	if (output__precheck(env.output, env.force) ||
-	    output__precheck(env.summary, env.force))
-		return 1;
-	if (env.only_arg && !(rec.only = split_names(env.only_arg)))
-		return 1;
+	}
 	fill_header(&h, &env, cmdline, sizeof(cmdline));
 	err = trace_writer__open(env.output, env.force, &h, &rec.w);
 	if (err) {
 		sp_err("%s: cannot create: %s", env.output, strerror(-err));
 		free(rec.only);
+		session_opts__free(&env.so);
 		return 1;
 	}
 	session__init(&rec.ss, &env.so);
@@ -453,5 +454,6 @@ int cmd_record(int argc, char **argv)
 	status = session__exit_status(&rec.ss, err);
 	free(rec.names);
 	free(rec.only);
+	session_opts__free(&env.so);
 	return status;
 }

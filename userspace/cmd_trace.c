@@ -192,10 +192,11 @@ int cmd_trace(int argc, char **argv)
 	struct summary s;
 	int err, status;
 
-	if (parse_args(argc, argv, &env))
+	if (parse_args(argc, argv, &env) ||
+	    output__precheck(env.output, env.force)) {
+		session_opts__free(&env.so);
 		return 1;
-	if (output__precheck(env.output, env.force))
-		return 1;
+	}
 	summary__init(&s);
 	mem_report__init(&mr);
 	s.per_pid = env.per_pid;
@@ -230,5 +231,6 @@ int cmd_trace(int argc, char **argv)
 	status = session__exit_status(&ss, err);
 	summary__free(&s);
 	mem_report__free(&mr);
+	session_opts__free(&env.so);
 	return status;
 }

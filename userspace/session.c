@@ -134,6 +134,17 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	return 0;
 }
 
+void session_opts__free(struct session_opts *o)
+{
+	int i;
+
+	for (i = 0; i < o->nqspecs; i++)
+		query_spec__free(&o->qspecs[i]);
+	free(o->qspecs);
+	o->qspecs = NULL;
+	o->nqspecs = 0;
+}
+
 int session_opts__check(const struct session_opts *o)
 {
 	if (!o->npids && !o->cmd && !o->nbinaries) {

@@ -109,6 +109,8 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 #define SESSION_QUERY_OPTS                                                     \
 	{ "query", required_argument, NULL, 0x1005 },                          \
 	{ "query-file", required_argument, NULL, 0x1006 }
+/* Frees what parsing allocated (the --query specs). */
+void session_opts__free(struct session_opts *o);
 /* Cross-option checks; reports and returns -EINVAL. */
 int session_opts__check(const struct session_opts *o);
 
