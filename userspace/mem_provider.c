@@ -311,62 +311,50 @@ static void no_allocator(pid_t pid, const char *exe, int typed)
 		       (int)pid, exe);
 }
 
+struct heap_walk {
+	struct mem_provider *mp;
+	pid_t pid;
+	int typed;
+	char exe[4096];		/* the executable's path, as maps names it */
+	bool stopped;		/* a static exe without allocator ended it */
+};
+
+static int heap_file(void *ctx, const char *open_path, const char *path)
+{
+	struct heap_walk *w = ctx;
+	bool lib = is_libc(path);
+	int n;
+
+	if (!lib && strcmp(path, w->exe))
+		return 0;
+	if (!lib && !is_static(open_path))
+		return 0;	/* dynamic: its libc has the allocator */
+	n = attach_heap_file(w->mp, w->pid, open_path, path);
+	if (n == -ENOENT && !lib) {
+		no_allocator(w->pid, path, w->typed);
+		w->stopped = true;
+		return w->typed > 0 ? -ECANCELED : -ENOEXEC;
+	}
+	return n == -ENOENT ? 0 : n;
+}
+
 /* The allocator of a running process: in the libc it maps, or in its
  * executable when that is statically linked. */
 static int attach_heap_pid(struct mem_provider *mp, pid_t pid, int typed)
 {
-	struct proc_maps maps = {};
-	char open_path[96], exe[4096];
-	const char **paths = NULL;
-	size_t npaths = 0, i, j;
-	int err, n, total = 0;
+	struct heap_walk w = { .mp = mp, .pid = pid, .typed = typed };
+	char link[64];
 	ssize_t len;
+	int err;
 
-	err = proc_maps__read(pid, &maps);
-	if (err)
-		return err;
-	err = proc_maps__exec_files(&maps, &paths, &npaths);
-	if (err)
-		goto out;
-	snprintf(open_path, sizeof(open_path), "/proc/%d/exe", (int)pid);
-	len = readlink(open_path, exe, sizeof(exe) - 1);
-	exe[len > 0 ? len : 0] = 0;
-	if (len > 10 && !strcmp(exe + len - 10, " (deleted)"))
-		exe[len - 10] = 0;
-	for (i = 0; i < npaths; i++) {
-		bool lib = is_libc(paths[i]);
-
-		if (!lib && strcmp(paths[i], exe))
-			continue;
-		for (j = 0; j < maps.n; j++)
-			if (maps.v[j].path && !strcmp(maps.v[j].path, paths[i]))
-				break;
-		if (j == maps.n)
-			continue;
-		snprintf(open_path, sizeof(open_path),
-			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-			 maps.v[j].start, maps.v[j].end);
-		if (!lib && !is_static(open_path))
-			continue;	/* dynamic: its libc has the allocator */
-		n = attach_heap_file(mp, pid, open_path, paths[i]);
-		if (n == -ENOENT && !lib) {
-			no_allocator(pid, paths[i], typed);
-			err = typed > 0 ? 0 : -ENOEXEC;
-			goto out;
-		}
-		if (n == -ENOENT)
-			continue;
-		if (n < 0) {
-			err = n;
-			goto out;
-		}
-		total += n;
-	}
-	err = total;
-out:
-	free(paths);
-	proc_maps__free(&maps);
-	return err;
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	len = readlink(link, w.exe, sizeof(w.exe) - 1);
+	w.exe[len > 0 ? len : 0] = 0;
+	if (len > 10 && !strcmp(w.exe + len - 10, " (deleted)"))
+		w.exe[len - 10] = 0;
+	err = proc_maps__for_each_exec_file(pid, heap_file, &w);
+	/* Typed probes carry on without the heap (reported above). */
+	return w.stopped && err == -ECANCELED ? 0 : err;
 }
 
 static int mp_attach(void *ctx, pid_t pid, const char *path)
