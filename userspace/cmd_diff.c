@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "commands.h"
 #include "diff.h"
+#include "history_db.h"
 #include "json_summary.h"
 #include "log.h"
 #include "output.h"
@@ -27,14 +28,27 @@ static const char usage[] =
 "Compare two runs query by query: self time, time, count, cache hits,\n"
 "blocked and incremental-load time of NEW and their change from BASE,\n"
 "sorted by the size of the self-time change. BASE and NEW are each a trace\n"
-"file (sptrace record) or a JSON summary (sptrace -f json).\n"
+"file (sptrace record) or a JSON summary (sptrace -f json); with --db,\n"
+"a run stored in that history database: its id, latest or latest~N.\n"
 "\n"
+"      --db FILE            BASE and NEW are runs of this database\n"
 "  -f, --format FMT         table (default) or json\n"
 "  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
 "      --force              overwrite an existing output file\n"
 "  -h, --help\n";
 
-enum { OPT_FORCE = 256 };
+enum { OPT_FORCE = 256, OPT_DB };
+
+/* The counters' own warnings need a summary writer; one line per run says
+ * that its figures are affected and where to look. */
+static void warn_counters(const char *name, const struct summary *s)
+{
+	if (summary__unbalanced(s) || summary__map_full(s) || s->lost)
+		sp_warn("%s: %" PRIu64 " unbalanced, %" PRIu64 " map-full, %"
+			PRIu64 " lost events: its figures undercount (its own "
+			"report lists them)", name, summary__unbalanced(s),
+			summary__map_full(s), s->lost);
+}
 
 /* 1 for a JSON summary, 0 for anything else; -errno (reported). */
 static int is_json(const char *path)
@@ -66,8 +80,8 @@ static int is_json(const char *path)
 	return 0;
 }
 
-/* One side into s (finished). 0 or -errno (reported). */
-static int load(const char *path, struct summary *s)
+/* One run file into s (finished): also `sptrace import`'s reader. */
+int read_summary(const char *path, struct summary *s)
 {
 	char msg[512];
 	int err;
@@ -85,14 +99,32 @@ static int load(const char *path, struct summary *s)
 	if (err)
 		return err;
 	summary__finish(s);
-	/* The counters' own warnings need a summary writer; one line per
-	 * run says that its figures are affected and where to look. */
-	if (summary__unbalanced(s) || summary__map_full(s) || s->lost)
-		sp_warn("%s: %" PRIu64 " unbalanced, %" PRIu64 " map-full, %"
-			PRIu64 " lost events: its figures undercount (its own "
-			"report lists them)", path, summary__unbalanced(s),
-			summary__map_full(s), s->lost);
+	warn_counters(path, s);
 	return 0;
+}
+
+/* Both sides from the history database, loaded whole and then handled
+ * exactly as files are: finished, their counters warned about. */
+static int load_db(const char *path, const char *base, const char *new,
+		   struct summary *sb, struct summary *sn)
+{
+	struct history_db *h;
+	int err;
+
+	err = history_db__open(path, false, &h);
+	if (err)
+		return err;
+	err = history_db__load(h, base, sb, NULL, NULL);
+	if (!err)
+		err = history_db__load(h, new, sn, NULL, NULL);
+	history_db__close(h);
+	if (!err) {
+		summary__finish(sb);
+		summary__finish(sn);
+		warn_counters(base, sb);
+		warn_counters(new, sn);
+	}
+	return err;
 }
 
 static int write_diff(const char *path, bool force, bool json,
@@ -122,10 +154,11 @@ int cmd_diff(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "db", required_argument, NULL, OPT_DB },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	const char *output = NULL, *base, *new;
+	const char *output = NULL, *base, *new, *db = NULL;
 	struct summary sb, sn;
 	bool force = false, json = false;
 	struct diff d;
@@ -151,6 +184,9 @@ int cmd_diff(int argc, char **argv)
 		case OPT_FORCE:
 			force = true;
 			break;
+		case OPT_DB:
+			db = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -170,9 +206,10 @@ int cmd_diff(int argc, char **argv)
 	summary__init(&sb);
 	summary__init(&sn);
 	memset(&d, 0, sizeof(d));
-	err = load(base, &sb);
-	if (!err)
-		err = load(new, &sn);
+	if (db)
+		err = load_db(db, base, new, &sb, &sn);
+	else if (!(err = read_summary(base, &sb)))
+		err = read_summary(new, &sn);
 	if (!err) {
 		err = diff__build(&d, &sb, &sn);
 		if (err)

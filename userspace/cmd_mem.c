@@ -13,12 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 #include "commands.h"
+#include "history_db.h"
 #include "log.h"
 #include "mem_provider.h"
 #include "mem_report.h"
 #include "output.h"
 #include "report.h"
 #include "session.h"
+#include "summary.h"
 
 struct mem_env {
 	struct session_opts so;
@@ -28,6 +30,8 @@ struct mem_env {
 	bool force;
 	unsigned int interval_ms;
 	unsigned int max_sites;
+	const char *db;		/* --db: store the run in this database */
+	const char *label;
 };
 
 static const char usage[] =
@@ -52,6 +56,9 @@ static const char usage[] =
 "      --max-live N         outstanding allocations tracked (default %u)\n"
 "      --max-stacks N       distinct allocation stacks (default %u)\n"
 "      --max-threads N      threads inside the allocator at once (default %u)\n"
+"      --db FILE            also store the run (types, heap, timeline) in this\n"
+"                           history database (docs/database.md)\n"
+"      --label LABEL        the stored run's label (with --db)\n"
 "  -v, --verbose            say what is attached; show libbpf's messages\n"
 "  -h, --help\n"
 "\n"
@@ -67,6 +74,7 @@ static void print_usage(FILE *f)
 enum {
 	OPT_FORCE = 256, OPT_PER_THREAD, OPT_SAMPLE, OPT_INTERVAL, OPT_NO_LIBC,
 	OPT_NO_STACKS, OPT_SITES, OPT_MAX_LIVE, OPT_MAX_STACKS,
+	OPT_DB = 0x2101, OPT_LABEL,
 };
 
 static int parse_count(const char *opt, const char *arg, long min, long max,
@@ -97,6 +105,8 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 		{ "sites", required_argument, NULL, OPT_SITES },
 		{ "max-live", required_argument, NULL, OPT_MAX_LIVE },
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "label", required_argument, NULL, OPT_LABEL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -160,6 +170,12 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 					&env->mo.max_stacks))
 				return -EINVAL;
 			break;
+		case OPT_DB:
+			env->db = optarg;
+			break;
+		case OPT_LABEL:
+			env->label = optarg;
+			break;
 		case 'v':
 			sp_verbose = true;
 			break;
@@ -173,6 +189,10 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 	}
 	if (optind < argc)
 		env->so.cmd = &argv[optind];
+	if (env->label && !env->db) {
+		sp_err("--label names a run stored with --db FILE (give --db)");
+		return -EINVAL;
+	}
 	return session_opts__check(&env->so);
 }
 
@@ -282,13 +302,18 @@ int cmd_mem(int argc, char **argv)
 	struct session_provider p;
 	struct mem_provider mp;
 	struct mem_report r;
+	struct history_db *db = NULL;
 	struct session ss;
+	struct summary s;
+	int64_t started;
 	int err, status;
 
 	if (parse_args(argc, argv, &env))
 		return 1;
-	if (output__precheck(env.output, env.force))
+	if (output__precheck(env.output, env.force) ||
+	    (env.db && history_db__open(env.db, true, &db)))
 		return 1;
+	summary__init(&s);
 	mem_report__init(&r);
 	r.max_sites = env.max_sites;
 	session__init(&ss, &env.so);
@@ -296,6 +321,7 @@ int cmd_mem(int argc, char **argv)
 	err = session__add(&ss, &p);
 	if (!err)
 		err = session__start(&ss);
+	started = (int64_t)time(NULL);
 	if (!err)
 		err = mem_run_session(&ss, &mp, &r, env.interval_ms);
 	if (!err)
@@ -306,7 +332,15 @@ int cmd_mem(int argc, char **argv)
 	if (!err) {
 		ropts.format = env.format;
 		err = write_mem(env.output, env.force, NULL, &ropts, &r);
+		/* A memory-only run: no query rows, the report's duration. */
+		s.duration_ns = r.duration_ns;
+		summary__finish(&s);
+		if (db && store_run(db, env.label, "mem", &ss, started, &s, &r) &&
+		    !err)
+			err = -EIO;
 	}
+	history_db__close(db);
+	summary__free(&s);
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);
 	mem_report__free(&r);

@@ -240,3 +240,14 @@ void text_table__free(struct text_table *t)
 	free(t->width);
 	memset(t, 0, sizeof(*t));
 }
+
+const char *text_table__spark(uint64_t v, uint64_t max)
+{
+	static const char *const bars[] = { "\u2581", "\u2582", "\u2583",
+					     "\u2584", "\u2585", "\u2586",
+					     "\u2587", "\u2588" };
+
+	if (!max || v >= max)
+		return bars[max ? 7 : 0];
+	return bars[(unsigned int)((unsigned __int128)v * 7 / max)];
+}

@@ -10,6 +10,7 @@
 #define SPTRACE_TEXT_TABLE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum text_align { TEXT_LEFT = 0, TEXT_RIGHT };
@@ -59,5 +60,10 @@ void text_table__free(struct text_table *t);
  */
 char *text_table__display(const char *str, unsigned int maxw,
 			  unsigned int *width);
+
+/* The sparkline bar (U+2581..U+2588, one terminal cell) of v on a scale
+ * from 0 to max: v * 7 / max eighths, rounded down; the lowest bar when max
+ * is 0. One scale for every sparkline sptrace prints. */
+const char *text_table__spark(uint64_t v, uint64_t max);
 
 #endif /* SPTRACE_TEXT_TABLE_H */

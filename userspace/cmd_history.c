@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace history --db DB [--label L] [QUERY]`: the runs stored in the
+ * history database, or one query's self time, count and p99 in each run
+ * with a sparkline of its self time (docs/database.md).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "commands.h"
+#include "escape.h"
+#include "history_db.h"
+#include "log.h"
+#include "output.h"
+#include "report.h"
+#include "text_table.h"
+
+static const char usage[] =
+"Usage: sptrace history --db DB [OPTIONS] [QUERY]\n"
+"Without QUERY, list the runs stored in DB. With QUERY, one row per run:\n"
+"that query's self time, count and p99, and a bar of its self time (a\n"
+"sparkline read top to bottom; the line under the table is the same\n"
+"series left to right).\n"
+"\n"
+"      --db DB              the history database\n"
+"      --label LABEL        only runs with this label\n"
+"  -f, --format FMT         table (default) or json\n"
+"  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
+"      --force              overwrite an existing output file\n"
+"  -h, --help\n";
+
+enum { OPT_DB = 256, OPT_LABEL, OPT_FORCE };
+
+#define COMMAND_WIDTH 48
+
+/* started_at as ISO 8601 UTC: "2026-11-29T13:01:34Z". */
+static void fmt_time(char *buf, size_t len, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "%" PRId64, t);
+}
+
+static void json_str(FILE *out, const char *key, const char *v)
+{
+	fprintf(out, ",\"%s\":", key);
+	if (v)
+		escape__json(out, v);
+	else
+		fputs("null", out);
+}
+
+/* The run's metadata as JSON fields after "id". */
+static void json_run(FILE *out, const struct history_run *r)
+{
+	char t[32];
+
+	fmt_time(t, sizeof(t), r->started_at);
+	fprintf(out, "{\"id\":%" PRId64 ",\"started_at\":%" PRId64
+		",\"started\":\"%s\",\"duration_ns\":%" PRIu64, r->id,
+		r->started_at, t, r->duration_ns);
+	json_str(out, "label", r->label);
+	json_str(out, "command", r->command);
+	json_str(out, "pids", r->pids);
+	json_str(out, "host", r->host);
+	json_str(out, "version", r->version);
+	json_str(out, "source", r->source);
+}
+
+static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
+		     bool json)
+{
+	static const struct text_col cols[] = {
+		{ "Run", TEXT_RIGHT, false, 0 }, { "Started (UTC)", TEXT_LEFT, false, 0 },
+		{ "Label", TEXT_LEFT, false, 0 }, { "Duration", TEXT_RIGHT, false, 0 },
+		{ "Queries", TEXT_RIGHT, false, 0 }, { "Self", TEXT_RIGHT, false, 0 },
+		{ "Command", TEXT_LEFT, false, COMMAND_WIDTH },
+	};
+	char id[24], t[32], dur[32], nq[24], self[32];
+	struct text_table tt;
+	unsigned int i;
+	int err;
+
+	if (json) {
+		fputs("{\"runs\":[", out);
+		for (i = 0; i < n; i++) {
+			fputs(i ? "," : "", out);
+			json_run(out, &v[i].run);
+			fprintf(out, ",\"queries\":%" PRIu64
+				",\"total_self_ns\":%" PRIu64 "}",
+				v[i].nqueries, v[i].total_self_ns);
+		}
+		fputs("]}\n", out);
+		return report__flush(out);
+	}
+	err = text_table__init(&tt, cols, sizeof(cols) / sizeof(cols[0]));
+	for (i = 0; !err && i < n; i++) {
+		const struct history_run *r = &v[i].run;
+		const char *cells[] = { id, t, r->label, dur, nq, self,
+					r->command };
+
+		snprintf(id, sizeof(id), "%" PRId64, r->id);
+		fmt_time(t, sizeof(t), r->started_at);
+		report__fmt_ns(dur, sizeof(dur), r->duration_ns);
+		snprintf(nq, sizeof(nq), "%" PRIu64, v[i].nqueries);
+		report__fmt_ns(self, sizeof(self), v[i].total_self_ns);
+		err = text_table__add_row(&tt, cells);
+	}
+	if (!err)
+		err = text_table__print(out, &tt);
+	text_table__free(&tt);
+	if (!err && !n)
+		fputs("(no runs)\n", out);
+	return err ? err : report__flush(out);
+}
+
+static int query_runs(FILE *out, const char *query,
+		      const struct history_point *v, unsigned int n, bool json)
+{
+	static const struct text_col cols[] = {
+		{ "Run", TEXT_RIGHT, false, 0 }, { "Started (UTC)", TEXT_LEFT, false, 0 },
+		{ "Label", TEXT_LEFT, false, 0 }, { "Self", TEXT_RIGHT, false, 0 },
+		{ "Count", TEXT_RIGHT, false, 0 }, { "p99", TEXT_RIGHT, false, 0 },
+		{ "Trend", TEXT_LEFT, false, 0 },
+	};
+	char id[24], t[32], self[32], cnt[24], p99[32];
+	uint64_t max = 0, min = UINT64_MAX;
+	struct text_table tt;
+	unsigned int i, present = 0;
+	char *title;
+	int err;
+
+	if (json) {
+		fputs("{\"query\":", out);
+		escape__json(out, query);
+		fputs(",\"runs\":[", out);
+		for (i = 0; i < n; i++) {
+			fputs(i ? "," : "", out);
+			json_run(out, &v[i].run);
+			if (v[i].present)
+				fprintf(out, ",\"present\":true,\"count\":%" PRIu64
+					",\"self_ns\":%" PRIu64 ",\"total_ns\":%"
+					PRIu64 ",\"p99_ns\":%" PRIu64 "}",
+					v[i].count, v[i].self_ns, v[i].total_ns,
+					v[i].p99_ns);
+			else
+				fputs(",\"present\":false}", out);
+		}
+		fputs("]}\n", out);
+		return report__flush(out);
+	}
+	for (i = 0; i < n; i++) {
+		if (!v[i].present)
+			continue;
+		present++;
+		if (v[i].self_ns > max)
+			max = v[i].self_ns;
+		if (v[i].self_ns < min)
+			min = v[i].self_ns;
+	}
+	title = text_table__display(query, 200, &i);
+	if (!title)
+		return -ENOMEM;
+	fprintf(out, "Query %s: %u of %u runs\n", title, present, n);
+	free(title);
+	err = text_table__init(&tt, cols, sizeof(cols) / sizeof(cols[0]));
+	for (i = 0; !err && i < n; i++) {
+		const struct history_run *r = &v[i].run;
+		const char *cells[] = { id, t, r->label, "-", "-", "-", "" };
+
+		snprintf(id, sizeof(id), "%" PRId64, r->id);
+		fmt_time(t, sizeof(t), r->started_at);
+		if (v[i].present) {
+			report__fmt_ns(self, sizeof(self), v[i].self_ns);
+			snprintf(cnt, sizeof(cnt), "%" PRIu64, v[i].count);
+			report__fmt_ns(p99, sizeof(p99), v[i].p99_ns);
+			cells[3] = self;
+			cells[4] = cnt;
+			cells[5] = p99;
+			cells[6] = text_table__spark(v[i].self_ns, max);
+		}
+		err = text_table__add_row(&tt, cells);
+	}
+	if (!err)
+		err = text_table__print(out, &tt);
+	text_table__free(&tt);
+	if (!err && present) {
+		fputs("Self time: ", out);
+		for (i = 0; i < n; i++)
+			fputs(v[i].present ? text_table__spark(v[i].self_ns, max)
+					   : " ", out);
+		report__fmt_ns(self, sizeof(self), min);
+		report__fmt_ns(p99, sizeof(p99), max);
+		fprintf(out, "  min %s, max %s\n", self, p99);
+	}
+	return err ? err : report__flush(out);
+}
+
+int cmd_history(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "label", required_argument, NULL, OPT_LABEL },
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *db = NULL, *label = NULL, *output = NULL, *query = NULL;
+	struct history_entry *runs = NULL;
+	struct history_point *pts = NULL;
+	bool json = false, force = false;
+	struct history_db *h;
+	unsigned int n = 0;
+	FILE *out;
+	int c, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_DB:
+			db = optarg;
+			break;
+		case OPT_LABEL:
+			label = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "json")) {
+				json = true;
+			} else if (!strcmp(optarg, "table")) {
+				json = false;
+			} else {
+				sp_err("history: unknown format '%s' (expected table or json)",
+				       optarg);
+				return 1;
+			}
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_FORCE:
+			force = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 1;
+		}
+	}
+	if (!db) {
+		sp_err("history: give the database with --db FILE (see sptrace history --help)");
+		return 1;
+	}
+	if (argc - optind > 1) {
+		sp_err("history: give at most one query name (see sptrace history --help)");
+		return 1;
+	}
+	if (optind < argc)
+		query = argv[optind];
+	if (output__precheck(output, force))
+		return 1;
+	err = history_db__open(db, false, &h);
+	if (err)
+		return 1;
+	err = query ? history_db__query(h, label, query, &pts, &n)
+		    : history_db__list(h, label, &runs, &n);
+	history_db__close(h);
+	if (!err)
+		err = output__open(output, force, &out);
+	if (!err) {
+		err = query ? query_runs(out, query, pts, n, json)
+			    : list_runs(out, runs, n, json);
+		if (err)
+			sp_err("%s: write failed: %s", output ? output : "stdout",
+			       strerror(-err));
+		if (output__close(out, output) && !err)
+			err = -EIO;
+	}
+	history_entries__free(runs, query ? 0 : n);
+	history_points__free(pts, query ? n : 0);
+	return err ? 1 : 0;
+}
