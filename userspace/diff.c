@@ -97,9 +97,7 @@ static int cmp_side(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-/* name with each byte of invalid UTF-8 replaced by U+FFFD, as json_out.c
- * writes it. NULL on ENOMEM. */
-static char *clean_name(const char *name)
+char *diff__clean_name(const char *name)
 {
 	size_t len = strlen(name), at = 0;
 	const char *p;
@@ -147,7 +145,7 @@ static int side_rows(const struct summary *s, struct side_row **out,
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < s->nrows; i++) {
-		v[i].key = clean_name(s->rows[i].name);
+		v[i].key = diff__clean_name(s->rows[i].name);
 		if (!v[i].key) {
 			side_free(v, i);
 			return -ENOMEM;

@@ -48,6 +48,9 @@ struct diff {
 int diff__build(struct diff *d, const struct summary *base,
 		const struct summary *new);
 void diff__free(struct diff *d);
+/* name with each byte of invalid UTF-8 replaced by U+FFFD, as json_out.c
+ * writes it and diff__build() joins it (malloc'ed). NULL on ENOMEM. */
+char *diff__clean_name(const char *name);
 
 /* |new - base| into *mag; true when new < base (a decrease). Exact over the
  * whole uint64 range, where an int64 difference would overflow. */

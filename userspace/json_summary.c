@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "json_summary.h"
+#include "mem_report.h"
 #include "report.h"
 
 #define HINT_SYNTAX "not valid JSON"
@@ -972,6 +973,152 @@ int json_summary__read(const char *path, struct summary *s, char *err,
 	if (ret)
 		return ret;
 	ret = json_summary__parse(buf, len, path, s, err, errlen);
+	free(buf);
+	return ret;
+}
+
+/* ---- the memory timeline ------------------------------------------------ */
+
+/* One point of "timeline": t_ns required, the byte counts optional (0). */
+static int jp_point(struct jp *jp, struct mem_point *p)
+{
+	enum { P_T, P_RSS, P_ANON, P_FILE, P_HEAP, P_TYPED, P__N };
+	static const char *const keys[P__N] = {
+		"t_ns", "rss_bytes", "rss_anon_bytes", "rss_file_bytes",
+		"heap_live_bytes", "typed_live_bytes",
+	};
+	uint64_t *const fields[P__N] = {
+		&p->t_ns, &p->rss_bytes, &p->rss_anon_bytes, &p->rss_file_bytes,
+		&p->heap_live_bytes, &p->typed_live_bytes,
+	};
+	uint32_t seen = 0;
+	bool first = true;
+	int k, err;
+
+	memset(p, 0, sizeof(*p));
+	err = jp_obj_begin(jp, "timeline[]");
+	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
+		k = key_index(jp, keys, P__N);
+		if (k < 0) {
+			err = jp_skip(jp);
+			continue;
+		}
+		err = key_once(jp, &seen, k, keys[k]);
+		if (!err)
+			err = jp_u64(jp, keys[k], fields[k]);
+	}
+	if (!err && !(seen & (1u << P_T)))
+		err = jp_schema(jp, "timeline point without \"t_ns\"");
+	return err;
+}
+
+static int jp_points(struct jp *jp, struct mem_timeline *tl)
+{
+	struct mem_point p, *v;
+	bool first = true;
+	int err;
+
+	err = jp_arr_begin(jp, "\"timeline\"");
+	while (!err && (err = jp_arr_next(jp, &first)) == 1) {
+		err = jp_point(jp, &p);
+		if (err)
+			break;
+		/* The writer keeps at most MEM_TIMELINE_MAX, in time order. */
+		if (tl->n == MEM_TIMELINE_MAX)
+			return jp_schema(jp, "more than %u timeline points",
+					 MEM_TIMELINE_MAX);
+		if (tl->n && p.t_ns < tl->v[tl->n - 1].t_ns)
+			return jp_schema(jp, "timeline points not in time order");
+		v = realloc(tl->v, (tl->n + 1) * sizeof(*v));
+		if (!v)
+			return jp_nomem(jp);
+		tl->v = v;
+		tl->v[tl->n++] = p;
+	}
+	return err;
+}
+
+static int jp_timeline_doc(struct jp *jp, struct mem_timeline *tl)
+{
+	enum { T_POINTS, T_STEP, T__N };
+	static const char *const keys[T__N] = { "timeline", "timeline_step_ns" };
+	uint32_t seen = 0;
+	bool first = true;
+	int k, err;
+
+	jp_ws(jp);
+	if (jp_peek(jp) < 0)
+		return jp_schema(jp, "empty file");
+	err = jp_obj_begin(jp, "top level");
+	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
+		k = key_index(jp, keys, T__N);
+		if (k < 0) {
+			err = jp_skip(jp);
+			continue;
+		}
+		err = key_once(jp, &seen, k, keys[k]);
+		if (err)
+			break;
+		if (k == T_POINTS)
+			err = jp_points(jp, tl);
+		else
+			err = jp_u64(jp, keys[k], &tl->interval_ns);
+	}
+	if (err)
+		return err;
+	jp_ws(jp);
+	if (jp->p < jp->end)
+		return jp_syntax(jp, "data after the top-level object");
+	return 0;
+}
+
+int json_summary__parse_timeline(const char *buf, size_t len,
+				 const char *name, struct mem_timeline *tl,
+				 char *err, size_t errlen)
+{
+	struct mem_timeline tmp = { .step = 1 };
+	struct jp jp = {
+		.buf = buf, .p = buf, .end = buf + len, .name = name,
+		.err = err, .errlen = errlen,
+	};
+	int ret;
+
+	if (errlen)
+		err[0] = '\0';
+	if (len > JSON_SUMMARY_MAX_FILE) {
+		if (errlen)
+			snprintf(err, errlen, "%s: larger than %u MiB (%s)",
+				 name, JSON_SUMMARY_MAX_FILE >> 20, HINT_SCHEMA);
+		return -EFBIG;
+	}
+	ret = jp_timeline_doc(&jp, &tmp);
+	free(jp.str);
+	free(jp.bins);
+	if (ret) {
+		free(tmp.v);
+		return ret;
+	}
+	free(tl->v);
+	*tl = tmp;
+	return 0;
+}
+
+int json_summary__read_timeline(const char *path, struct mem_timeline *tl,
+				char *err, size_t errlen)
+{
+	char *buf = NULL, dummy[1];
+	size_t len = 0;
+	int ret;
+
+	if (!errlen) {
+		err = dummy;
+		errlen = sizeof(dummy);
+	}
+	err[0] = '\0';
+	ret = read_all(path, &buf, &len, err, errlen);
+	if (ret)
+		return ret;
+	ret = json_summary__parse_timeline(buf, len, path, tl, err, errlen);
 	free(buf);
 	return ret;
 }

@@ -32,4 +32,19 @@ int json_summary__read(const char *path, struct summary *s, char *err,
 int json_summary__parse(const char *buf, size_t len, const char *name,
 			struct summary *s, char *err, size_t errlen);
 
+struct mem_timeline;
+/*
+ * The memory timeline of a JSON file written by `sptrace mem --interval MS
+ * -f json` (its "timeline" points and "timeline_step_ns"; every other key
+ * is skipped), for the HTML report. Same strictness, limits and errors as
+ * json_summary__read(); at most MEM_TIMELINE_MAX points, in time order.
+ * On success tl's points are replaced (none if the file has no timeline);
+ * on error tl is unchanged.
+ */
+int json_summary__read_timeline(const char *path, struct mem_timeline *tl,
+				char *err, size_t errlen);
+int json_summary__parse_timeline(const char *buf, size_t len,
+				 const char *name, struct mem_timeline *tl,
+				 char *err, size_t errlen);
+
 #endif /* SPTRACE_JSON_SUMMARY_H */

@@ -484,7 +484,7 @@ static int print_sites(FILE *out, const struct mem_report *r)
 	return err;
 }
 
-static void fmt_bytes(char *buf, size_t len, uint64_t b)
+void mem_report__fmt_bytes(char *buf, size_t len, uint64_t b)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)b;
@@ -510,9 +510,6 @@ static uint64_t point_field(const struct mem_point *p, int which)
 static void spark_row(FILE *out, const struct mem_timeline *tl, int which,
 		      const char *label)
 {
-	static const char *const bars[] = { "\u2581", "\u2582", "\u2583",
-					     "\u2584", "\u2585", "\u2586",
-					     "\u2587", "\u2588" };
 	unsigned int cols = tl->n < SPARK_WIDTH ? tl->n : SPARK_WIDTH, c, i;
 	uint64_t max = 0, min = UINT64_MAX, v;
 	char a[32], b[32];
@@ -535,10 +532,10 @@ static void spark_row(FILE *out, const struct mem_timeline *tl, int which,
 			if (v > m)
 				m = v;
 		}
-		fputs(bars[max ? (unsigned int)(m * 7 / max) : 0], out);
+		fputs(text_table__spark(m, max), out);
 	}
-	fmt_bytes(a, sizeof(a), min);
-	fmt_bytes(b, sizeof(b), max);
+	mem_report__fmt_bytes(a, sizeof(a), min);
+	mem_report__fmt_bytes(b, sizeof(b), max);
 	fprintf(out, "  min %s, max %s\n", a, b);
 }
 

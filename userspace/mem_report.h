@@ -97,6 +97,8 @@ void mem_report__finish(struct mem_report *r);
  * merged by maximum). 0 or -ENOMEM. */
 int mem_timeline__add(struct mem_timeline *tl, const struct mem_point *p);
 
+/* Human-scaled bytes: "512 B", "1.5 KiB", "12.0 MiB". */
+void mem_report__fmt_bytes(char *buf, size_t len, uint64_t b);
 /* Name of error slot i in JSON/CSV ("unknown_frees", ...). */
 const char *mem_report__error_name(unsigned int i);
 

@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for userspace/json_summary.c. Beyond "no crash, no hang,
  * no leak": whatever the parser accepts must survive a round trip, i.e.
- * json__write() of it parses again and writes the very same bytes.
+ * json__write() of it parses again and writes the very same bytes. The
+ * same input also goes through the memory-timeline reader.
  *
  * Build and run from the top of the tree (seeds in corpus_json/, new finds
  * go to the first directory):
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "json_summary.h"
+#include "mem_report.h"
 #include "report.h"
 
 static char *write_json(struct summary *s, size_t *len)
@@ -39,9 +41,24 @@ static char *write_json(struct summary *s, size_t *len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct summary s, again;
+	struct mem_timeline tl = { 0 };
 	char err[512], *out1, *out2;
 	size_t len1, len2;
+	unsigned int i;
 
+	if (json_summary__parse_timeline((const char *)data, size, "fuzz", &tl,
+					 err, sizeof(err))) {
+		if (!err[0] || strchr(err, '\n') || tl.v)
+			abort();
+	} else {
+		/* Bounded and in time order, as promised. */
+		if (tl.n > MEM_TIMELINE_MAX)
+			abort();
+		for (i = 1; i < tl.n; i++)
+			if (tl.v[i].t_ns < tl.v[i - 1].t_ns)
+				abort();
+		free(tl.v);
+	}
 	summary__init(&s);
 	if (json_summary__parse((const char *)data, size, "fuzz", &s, err,
 				sizeof(err))) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "json_summary.h"
+#include "mem_report.h"
 #include "report.h"
 #include "check.h"
 
@@ -581,6 +582,64 @@ static void test_long_string(void)
 	free(name);
 }
 
+/* The memory timeline of `sptrace mem --interval -f json`, for the HTML
+ * report: points read as written, everything else skipped; bad points,
+ * disorder and too many points are errors that leave tl as it was. */
+static void test_timeline(void)
+{
+	static const char ok[] =
+		"{\"duration_ns\":5,\"sites\":[{\"stack\":[\"a\"]}],"
+		"\"timeline_step_ns\":2000000,\"timeline\":["
+		"{\"t_ns\":1,\"rss_bytes\":10,\"rss_anon_bytes\":4,"
+		"\"rss_file_bytes\":6,\"heap_live_bytes\":3,"
+		"\"typed_live_bytes\":2,\"future\":[1]},{\"t_ns\":1}]}";
+	struct mem_timeline tl = { 0 };
+	char err[256], *doc;
+	size_t at, i;
+
+	CHECK(json_summary__parse_timeline(ok, strlen(ok), "t", &tl, err,
+					   sizeof(err)) == 0);
+	CHECK_U64(tl.n, 2);
+	CHECK_U64(tl.interval_ns, 2000000);
+	if (tl.n == 2) {
+		CHECK_U64(tl.v[0].t_ns, 1);
+		CHECK_U64(tl.v[0].rss_bytes, 10);
+		CHECK_U64(tl.v[0].rss_anon_bytes, 4);
+		CHECK_U64(tl.v[0].rss_file_bytes, 6);
+		CHECK_U64(tl.v[0].heap_live_bytes, 3);
+		CHECK_U64(tl.v[0].typed_live_bytes, 2);
+		CHECK_U64(tl.v[1].rss_bytes, 0);
+	}
+	/* Errors leave the points read before untouched. */
+	CHECK(json_summary__parse_timeline("{\"timeline\":[{\"rss_bytes\":1}]}",
+					   30, "t", &tl, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "t: line 1, column 29: timeline point without "
+			  "\"t_ns\"") != NULL);
+	CHECK(json_summary__parse_timeline("{\"timeline\":[{\"t_ns\":2},"
+					   "{\"t_ns\":1}]}", 36, "t", &tl, err,
+					   sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "not in time order") != NULL);
+	CHECK(json_summary__parse_timeline("{\"timeline\":{}}", 15, "t", &tl,
+					   err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "expected an array") != NULL);
+	CHECK_U64(tl.n, 2);
+	/* A file without a timeline has none. */
+	CHECK(json_summary__parse_timeline("{\"queries\":[]}", 14, "t", &tl,
+					   err, sizeof(err)) == 0);
+	CHECK_U64(tl.n, 0);
+	/* One point more than the writer ever keeps. */
+	doc = malloc(32 + (MEM_TIMELINE_MAX + 1) * 16);
+	at = (size_t)sprintf(doc, "{\"timeline\":[");
+	for (i = 0; i <= MEM_TIMELINE_MAX; i++)
+		at += (size_t)sprintf(doc + at, "%s{\"t_ns\":%zu}", i ? "," : "", i);
+	strcpy(doc + at, "]}");
+	CHECK(json_summary__parse_timeline(doc, strlen(doc), "t", &tl, err,
+					   sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "more than 1024 timeline points") != NULL);
+	free(doc);
+	free(tl.v);
+}
+
 int main(void)
 {
 	RUN(test_round_trip);
@@ -593,5 +652,6 @@ int main(void)
 	RUN(test_syntax);
 	RUN(test_query_schema);
 	RUN(test_long_string);
+	RUN(test_timeline);
 	return check_status();
 }

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace report`: a run (a trace file, a JSON summary, or a run of the
+ * history database) as one self-contained HTML file (html_report.c),
+ * optionally compared with a base run.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "commands.h"
+#include "history_db.h"
+#include "html_report.h"
+#include "json_summary.h"
+#include "log.h"
+#include "mem_report.h"
+#include "output.h"
+#include "summary.h"
+
+static const char usage[] =
+"Usage: sptrace report [OPTIONS] FILE\n"
+"       sptrace report [OPTIONS] --db DB RUN\n"
+"       sptrace report [OPTIONS] --mem MEM.json\n"
+"Write a run as one self-contained HTML file: the per-query table (every\n"
+"column sortable), each query's histogram and percentiles on click, the\n"
+"memory timeline when the run has one and, with --base, each query's change.\n"
+"FILE is a trace file (sptrace record) or a JSON summary (sptrace -f json);\n"
+"with --db, RUN is a run of that history database: its id, latest or\n"
+"latest~N. --mem draws the memory timeline of a sptrace mem --interval run.\n"
+"\n"
+"  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
+"      --force              overwrite an existing output file\n"
+"      --base BASE          compare with BASE (a file; with --db, a run)\n"
+"      --db DB              read RUN and BASE from this history database\n"
+"      --mem FILE           the memory timeline of FILE (sptrace mem\n"
+"                           --interval MS -f json), instead of the run's own\n"
+"      --title TEXT         the report's title (default: names the run)\n"
+"  -h, --help\n";
+
+enum { OPT_FORCE = 256, OPT_BASE, OPT_DB, OPT_TITLE, OPT_MEM };
+
+/* One side of the report and what it owns. */
+struct side {
+	struct summary s;
+	struct mem_report mr;
+	struct history_run meta;
+	char *name, *info;
+	struct html_run run;
+};
+
+static void side_init(struct side *sd)
+{
+	memset(sd, 0, sizeof(*sd));
+	summary__init(&sd->s);
+	mem_report__init(&sd->mr);
+}
+
+static void side_free(struct side *sd)
+{
+	summary__free(&sd->s);
+	mem_report__free(&sd->mr);
+	history_run__free(&sd->meta);
+	free(sd->name);
+	free(sd->info);
+}
+
+static int load_file(struct side *sd, const char *path)
+{
+	int err = read_summary(path, &sd->s);
+
+	if (err)
+		return err;
+	sd->run = (struct html_run){ .name = path, .s = &sd->s };
+	return 0;
+}
+
+/* "DB run 12 (label)" and "command, on host, at 2026-11-29 13:05:00 UTC". */
+static int describe(struct side *sd, const char *db)
+{
+	const struct history_run *m = &sd->meta;
+	char when[64] = "";
+	time_t t = (time_t)m->started_at;
+	struct tm tm;
+
+	if (m->started_at && gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	if (asprintf(&sd->name, "%s run %" PRId64 "%s%s%s", db, m->id,
+		     m->label ? " (" : "", m->label ? m->label : "",
+		     m->label ? ")" : "") < 0) {
+		sd->name = NULL;
+		return -ENOMEM;
+	}
+	if (asprintf(&sd->info, "%s%s%s%s%s", m->command ? m->command : "",
+		     m->host ? (m->command ? ", on " : "on ") : "",
+		     m->host ? m->host : "",
+		     when[0] ? (m->command || m->host ? ", at " : "at ") : "",
+		     when) < 0) {
+		sd->info = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int load_db(struct history_db *h, const char *db, const char *ref,
+		   struct side *sd, bool mem)
+{
+	int err;
+
+	err = history_db__load(h, ref, &sd->s, mem ? &sd->mr : NULL, &sd->meta);
+	if (err)
+		return err;
+	summary__finish(&sd->s);
+	err = describe(sd, db);
+	if (err) {
+		sp_err("report: %s", strerror(-err));
+		return err;
+	}
+	sd->run = (struct html_run){
+		.name = sd->name, .info = sd->info[0] ? sd->info : NULL,
+		.s = &sd->s, .mr = mem ? &sd->mr : NULL,
+	};
+	return 0;
+}
+
+/* The timeline of a `sptrace mem --interval` JSON file, in place of any
+ * the run has. 0 or -errno (reported). */
+static int load_mem(struct side *sd, const char *path)
+{
+	char msg[512];
+	int err;
+
+	err = json_summary__read_timeline(path, &sd->mr.tl, msg, sizeof(msg));
+	if (err) {
+		sp_err("%s", msg);
+		return err;
+	}
+	if (!sd->mr.tl.n) {
+		sp_err("%s: no memory timeline (sptrace mem --interval MS -f json "
+		       "writes one)", path);
+		return -EINVAL;
+	}
+	sd->mr.timeline_on = true;
+	sd->run.mr = &sd->mr;
+	return 0;
+}
+
+static int write_report(const char *path, bool force, const char *title,
+			const struct html_run *run, const struct html_run *base)
+{
+	FILE *out;
+	int err;
+
+	err = output__open(path, force, &out);
+	if (err)
+		return err;
+	err = html_report__write(out, title, run, base);
+	if (err)
+		sp_err("%s: write failed: %s", path ? path : "stdout",
+		       strerror(-err));
+	if (output__close(out, path) && !err)
+		err = -EIO;
+	return err;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "base", required_argument, NULL, OPT_BASE },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "title", required_argument, NULL, OPT_TITLE },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *output = NULL, *base = NULL, *db = NULL, *title = NULL;
+	const char *mem = NULL;
+	struct history_db *h = NULL;
+	struct side run, bside;
+	char *deftitle = NULL;
+	bool force = false;
+	int c, err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_FORCE:
+			force = true;
+			break;
+		case OPT_BASE:
+			base = optarg;
+			break;
+		case OPT_DB:
+			db = optarg;
+			break;
+		case OPT_TITLE:
+			title = optarg;
+			break;
+		case OPT_MEM:
+			mem = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 1;
+		}
+	}
+	if (argc - optind > 1 || (argc == optind && (!mem || db || base))) {
+		sp_err("report: give one run: FILE, --db DB RUN or --mem FILE (see sptrace report --help)");
+		return 1;
+	}
+	if (output__precheck(output, force))
+		return 1;
+	side_init(&run);
+	side_init(&bside);
+	if (db) {
+		err = history_db__open(db, false, &h);
+		if (!err)
+			err = load_db(h, db, argv[optind], &run, true);
+		if (!err && base)
+			err = load_db(h, db, base, &bside, false);
+	} else if (optind < argc) {
+		err = load_file(&run, argv[optind]);
+		if (!err && base)
+			err = load_file(&bside, base);
+	} else {
+		/* Only a memory run: its timeline, and no queries. */
+		err = 0;
+		summary__finish(&run.s);
+		run.run = (struct html_run){ .name = mem, .s = &run.s };
+	}
+	if (!err && mem)
+		err = load_mem(&run, mem);
+	if (!err && !title) {
+		if (asprintf(&deftitle, "sptrace report: %s", run.run.name) < 0) {
+			deftitle = NULL;
+			err = -ENOMEM;
+			sp_err("report: %s", strerror(ENOMEM));
+		}
+		title = deftitle;
+	}
+	if (!err)
+		err = write_report(output, force, title, &run.run,
+				   base ? &bside.run : NULL);
+	if (h)
+		history_db__close(h);
+	free(deftitle);
+	side_free(&run);
+	side_free(&bside);
+	return err ? 1 : 0;
+}
