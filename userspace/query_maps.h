@@ -7,6 +7,8 @@
 #ifndef SPTRACE_QUERY_MAPS_H
 #define SPTRACE_QUERY_MAPS_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include "summary.h"
 
 struct query_bpf;
@@ -18,6 +20,12 @@ struct addr_spaces;
 int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 		     const char *const *fnames, size_t nfnames,
 		     struct summary *s);
+/* Deletes every row, histogram bucket and name of the processes `tgids`
+ * (sorted in place) from the kernel maps, so that the maps hold only live
+ * processes; *rows gets the number of `queries` rows deleted. Call it only
+ * for processes that exited, after reading their rows. 0 or -errno. */
+int query_maps__evict(struct query_bpf *skel, uint32_t *tgids, size_t n,
+		      size_t *rows);
 /* Events the ring buffer could not take, summed over CPUs. 0 or -errno. */
 int query_maps__lost(struct query_bpf *skel, uint64_t *lost);
 /* Sets map sizes before load (0 keeps the default). 0 or -errno. */

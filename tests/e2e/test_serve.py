@@ -1,0 +1,386 @@
+# SPDX-License-Identifier: MIT
+"""sptrace serve: /metrics against a host with known counts (counters
+exact, histograms consistent), processes that come and go with -b (their
+series appear, keep their final values, then leave after --keep-exited),
+and a server that keeps serving and tracing under 100 concurrent scrapes,
+a stalled client, malformed requests and clients that hang up
+mid-response. Also the listen policy."""
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from fleet_metrics import parse, scrape, start_serve, stop_serve, value
+from sptest import SPTRACE, check, close, eq, finish, host_truth, require_bpf, run
+
+HOST = os.environ["FLEET_HOST"]
+HOST_REAL = os.path.realpath(HOST)
+MEM_TYPED = os.environ["MEM_TYPED_HOST"]
+KEEP = 5
+
+
+def wait_for(fn, what, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        r = fn()
+        if r:
+            return r
+        time.sleep(0.2)
+    check(False, "timed out waiting for " + what)
+    return None
+
+
+def samples(url, om=False):
+    status, ctype, text = scrape(url, om)
+    return parse(text)
+
+
+def check_histograms(s, pid, label):
+    """Cumulative buckets, +Inf == _count == invocations."""
+    for q in ("q00000", "q00001", "q00002"):
+        b = [(float(l["le"]), v) for n, l, v in s
+             if n == "sptrace_query_latency_seconds_bucket" and
+             l["query"] == q and l["pid"] == str(pid)]
+        b.sort()
+        check(len(b) == 23 and b[-1][0] == float("inf"),
+              "%s %s: 22 bounds and +Inf" % (label, q))
+        check(all(b[i][1] <= b[i + 1][1] for i in range(len(b) - 1)),
+              "%s %s: buckets cumulative" % (label, q))
+        cnt = value(s, "sptrace_query_latency_seconds_count", query=q, pid=pid)
+        inv = value(s, "sptrace_query_invocations_total", query=q, pid=pid)
+        check(b and b[-1][1] == cnt == inv,
+              "%s %s: +Inf bucket == _count == invocations (%s, %s, %s)" %
+              (label, q, b[-1][1] if b else None, cnt, inv))
+
+
+def test_counts_and_lifecycle(url, serve):
+    # A first process, run to its end: its counters are exact.
+    # Runs about 0.8 s: long enough to be seen alive (labels) under load.
+    p = run([HOST, "--names", "3", "--rounds", "100", "--pause-ms", "5",
+             "--spin-us", "1000"])
+    t1 = host_truth(p.stdout)
+    s = samples(url)
+    for q in ("q00000", "q00001", "q00002"):
+        eq(value(s, "sptrace_query_invocations_total", query=q, pid=t1["pid"]),
+           float(t1["invocations_per_name"]), "host 1 %s: invocations" % q)
+        eq(value(s, "sptrace_query_cache_hits_total", query=q, pid=t1["pid"]),
+           float(t1["cache_hits_per_name"]), "host 1 %s: cache hits" % q)
+    eq(value(s, "sptrace_query_invocations_total", query="q00000",
+             pid=t1["pid"], comm="fleet_host", binary=HOST_REAL),
+       float(t1["invocations_per_name"]), "host 1: comm and binary labels")
+    check_histograms(s, t1["pid"], "host 1")
+    lat = value(s, "sptrace_query_latency_seconds_sum", query="q00000",
+                pid=t1["pid"])
+    # 1 ms busy-waits timed by the host inside the probes: within 5%
+    # (the probes' own cost is in sptrace's figure).
+    close(lat or 0, t1["q00000_latency_sum_ns"] / 1e9,
+          "host 1: histogram _sum is the invocations' time", rel=0.05)
+    tot = value(s, "sptrace_query_time_seconds_total", query="q00000",
+                pid=t1["pid"])
+    slf = value(s, "sptrace_query_self_seconds_total", query="q00000",
+                pid=t1["pid"])
+    check(lat is not None and slf == lat == tot,
+          "host 1: _sum == time == self for a query without children or "
+          "blocked time (%s, %s, %s)" % (lat, tot, slf))
+
+    # A second process started after serve: appears, then goes.
+    h2 = subprocess.Popen([HOST, "--names", "3", "--pause-ms", "5"],
+                          stdout=subprocess.PIPE, text=True)
+    s = wait_for(lambda: (lambda s: s if (value(
+        s, "sptrace_query_invocations_total", query="q00000", pid=h2.pid)
+        or 0) > 0 and value(s, "sptrace_targets_alive") == 1 else None)(
+            samples(url)), "the second process's series")
+    check(s is not None, "host 2: its series appear without a restart")
+    h2.send_signal(signal.SIGTERM)
+    t2 = host_truth(h2.communicate(timeout=30)[0])
+    ev0 = 0
+    # Once its rows are evicted (a read after its exit), they keep their
+    # final values, now from sptrace's accumulator.
+    s = wait_for(lambda: (lambda s: s if value(s, "sptrace_evicted_rows_total")
+                 == 6 else None)(samples(url)), "eviction of both hosts' rows")
+    if s:
+        for q in ("q00000", "q00001", "q00002"):
+            eq(value(s, "sptrace_query_invocations_total", query=q,
+                     pid=t2["pid"]), float(t2["invocations_per_name"]),
+               "host 2 %s: final count kept after its exit" % q)
+        eq(value(s, "sptrace_targets_alive"), 0.0, "no target alive")
+        eq(value(s, "sptrace_exited_processes_total"), 2.0,
+           "both processes counted as exited")
+        ev0 = value(s, "sptrace_evicted_rows_total")
+    # After --keep-exited, the series of exited processes leave /metrics.
+    s = wait_for(lambda: (lambda s: s if value(
+        s, "sptrace_query_invocations_total", query="q00000",
+        pid=t2["pid"]) is None else None)(samples(url)),
+        "exited series to leave", timeout=KEEP + 20)
+    check(s is not None and not [1 for n, l, v in s if
+                                 n.startswith("sptrace_query_") and
+                                 l["pid"] != "0"],
+          "exited processes' series gone after --keep-exited")
+    # ... and their figures are in the pid="0" series, so that sums over
+    # processes never go down.
+    for q in ("q00000", "q00001", "q00002"):
+        eq(value(s or [], "sptrace_query_invocations_total", query=q, pid=0,
+                 comm="(exited)"),
+           float(t1["invocations_per_name"] + t2["invocations_per_name"]),
+           "pid 0 %s: every exited process's invocations" % q)
+    check(ev0 == 6, "evicted rows counted (%s)" % ev0)
+    check(serve.poll() is None, "serve still running")
+
+
+def test_openmetrics(url):
+    status, ctype, text = scrape(url, openmetrics=True)
+    eq(status, 200, "openmetrics: status")
+    check(ctype.startswith("application/openmetrics-text; version=1.0.0"),
+          "openmetrics: content type %r" % ctype)
+    check(text.endswith("\n# EOF\n"), "openmetrics: ends with # EOF")
+    check("# UNIT sptrace_query_latency_seconds seconds" in text,
+          "openmetrics: UNIT lines")
+    status, ctype, text = scrape(url)
+    check(ctype.startswith("text/plain; version=0.0.4"),
+          "text format: content type %r" % ctype)
+    check("# EOF" not in text, "text format: no # EOF")
+    if os.path.exists("/usr/bin/promtool"):
+        p = subprocess.run(["/usr/bin/promtool", "check", "metrics"],
+                           input=text, capture_output=True, text=True)
+        eq(p.returncode, 0, "promtool check metrics accepts it: %r" %
+           (p.stdout + p.stderr)[:300])
+
+
+def raw(url, data, read=True, timeout=10):
+    host, port = url.split("//")[1].split(":")
+    s = socket.create_connection((host, int(port)), timeout=timeout)
+    try:
+        s.sendall(data)
+        if not read:
+            return s
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        if read:
+            s.close()
+
+
+def status_of(resp):
+    try:
+        return int(resp.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def test_bad_requests(url):
+    cases = [
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"GET /metrics HTTP/9.9\r\n\r\n", 400),
+        (b"GET metrics HTTP/1.1\r\n\r\n", 400),
+        (b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", 400),
+        (b"GET /metrics HTTP/1.1\r\n\x00\x01\x02\r\n\r\n", 400),
+        (b"GET /nope HTTP/1.1\r\n\r\n", 404),
+        (b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405),
+        (b"GET /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", 413),
+        (b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431),
+        (b"GET /metrics HTTP/1.0\r\n\r\n", 200),
+        (b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 200),
+    ]
+    for data, want in cases:
+        resp = raw(url, data)
+        eq(status_of(resp), want, "request %r answered" % data[:40])
+    resp = raw(url, b"HEAD /metrics HTTP/1.1\r\n\r\n")
+    check(resp.endswith(b"\r\n\r\n"), "HEAD: headers only")
+    eq(scrape(url)[0], 200, "serving after malformed requests")
+
+
+def test_concurrent(url, serve):
+    """100 concurrent scrapes while a client stalls mid-request."""
+    stalled = raw(url, b"GET /metr", read=False)
+    results = []
+
+    def one():
+        try:
+            st, _, t = scrape(url, timeout=60)
+            # urllib checks the length; the last family is there.
+            results.append((st, t.endswith("\n") and
+                            "# TYPE sptrace_process_resident_memory_bytes "
+                            "gauge\n" in t))
+        except Exception as e:      # noqa: BLE001 - reported below
+            results.append((str(e), False))
+    threads = [threading.Thread(target=one) for _ in range(100)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    eq(len(results), 100, "100 concurrent scrapes finished")
+    eq(sum(1 for st, ok in results if st == 200 and ok), 100,
+       "100 concurrent scrapes answered 200 with a whole body (%s)" %
+       [r for r in results if r[0] != 200][:3])
+    # The stalled client is dropped after its request timeout.
+    stalled.settimeout(15)
+    try:
+        got = stalled.recv(100)
+    except OSError:
+        got = b""
+    stalled.close()
+    eq(got, b"", "stalled client disconnected by the server")
+    s = samples(url)
+    check((value(s, "sptrace_http_dropped_connections_total") or 0) >= 1,
+          "dropped connections counted")
+    check(serve.poll() is None, "serve survived 100 concurrent scrapes")
+
+
+def test_load(url, serve):
+    # Many names: a large response, for clients that hang up mid-way.
+    big = subprocess.Popen([HOST, "--names", "3000", "--pause-ms", "50",
+                            "--spin-us", "1"], stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        s = wait_for(lambda: (lambda s: s if value(
+            s, "sptrace_query_invocations_total", query="q02999",
+            pid=big.pid) else None)(samples(url)), "3000 series")
+        n0 = value(s, "sptrace_query_invocations_total", query="q00000",
+                   pid=big.pid) if s else 0
+        _, _, text = scrape(url)
+        check(len(text) > 1000000, "large response (%d bytes)" % len(text))
+        # Clients that hang up mid-response (RST: SO_LINGER 0).
+        for _ in range(20):
+            c = raw(url, b"GET /metrics HTTP/1.1\r\n\r\n", read=False)
+            c.recv(1000)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                         b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            c.close()
+        # ... and ones that read slowly, then leave.
+        for _ in range(5):
+            c = raw(url, b"GET /metrics HTTP/1.1\r\n\r\n", read=False)
+            c.recv(100)
+            time.sleep(0.2)
+            c.close()
+        _, _, text = scrape(url)
+        parse(text)
+        check(text.endswith("\n"), "full scrape after clients hung up")
+        s = samples(url)
+        check((value(s, "sptrace_http_rejected_requests_total") or 0) >= 9,
+              "rejected requests counted")
+        n1 = value(s, "sptrace_query_invocations_total", query="q00000",
+                   pid=big.pid) or 0
+        check(n1 > n0, "tracing went on meanwhile (%s -> %s)" % (n0, n1))
+        check(serve.poll() is None, "serve survived the load")
+    finally:
+        big.send_signal(signal.SIGTERM)
+        big.communicate(timeout=30)
+
+
+def test_many_processes():
+    """Bounded kernel maps: 20 processes of 3 queries each, one after the
+    other, through a `queries` map of 16 rows. Without eviction it would be
+    full after 5 of them; with it nothing is lost, and every exited
+    process's counts add up exactly under pid 0."""
+    serve, url = start_serve(["--max-queries", "16", "--keep-exited", "0",
+                              "-b", HOST])
+    if not url:
+        stop_serve(serve)
+        return
+    try:
+        n = 0
+        for _ in range(20):
+            t = host_truth(run([HOST, "--names", "3", "--rounds", "20",
+                                "--pause-ms", "2"]).stdout)
+            n += t["invocations_per_name"]
+            for _ in range(2):      # gone, then evicted: two reads
+                time.sleep(0.6)     # past the render cache
+                s = samples(url)
+        s = wait_for(lambda: (lambda s: s if value(
+            s, "sptrace_evicted_rows_total") == 60 else None)(samples(url)),
+            "every process evicted")
+        if s:
+            eq(value(s, "sptrace_map_full_total"), 0.0,
+               "20 x 3 rows through a 16-row map: nothing lost")
+            check((value(s, "sptrace_exited_processes_total") or 0) >= 20,
+                  "20 processes seen exiting (%s)" %
+                  value(s, "sptrace_exited_processes_total"))
+            for q in ("q00000", "q00001", "q00002"):
+                eq(value(s, "sptrace_query_invocations_total", query=q,
+                         pid=0), float(n),
+                   "pid 0 %s: every process's invocations, exactly" % q)
+            eq(len([1 for name, l, v in s
+                    if name == "sptrace_query_invocations_total"]), 3,
+               "only the pid 0 series are left")
+    finally:
+        eq(stop_serve(serve), 0, "many processes: serve exits 0")
+
+
+def test_mem():
+    """--mem: the memory gauges per type, against mem_typed's truth
+    (tests/hosts/mem_typed.c)."""
+    serve, url = start_serve(["--mem", "-b", MEM_TYPED])
+    if not url:
+        stop_serve(serve)
+        return
+    try:
+        host = subprocess.Popen([MEM_TYPED, "wait"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, text=True)
+        time.sleep(1)       # mapped and snapshotted, for the type names
+        host.communicate("go\n", timeout=60)
+        s = wait_for(lambda: (lambda s: s if value(
+            s, "sptrace_mem_allocations_total", type="Widget") else None)(
+                samples(url)), "memory gauges")
+        truth = {   # type: allocs, bytes, frees, live, live bytes, peak
+            "Widget": (100, 4800, 60, 40, 1920, 4800),
+            "Buffer": (12, 6900, 10, 2, 1400, 5500),
+            "Gadget": (50, 10000, 20, 30, 6000, 10000),
+        }
+        for ty, (a, ab, fr, lv, lb, pk) in truth.items():
+            got = tuple(value(s or [], m, type=ty) for m in (
+                "sptrace_mem_allocations_total",
+                "sptrace_mem_allocated_bytes_total",
+                "sptrace_mem_frees_total", "sptrace_mem_live_allocations",
+                "sptrace_mem_live_bytes", "sptrace_mem_peak_live_bytes"))
+            eq(got, tuple(float(x) for x in (a, ab, fr, lv, lb, pk)),
+               "--mem %s: allocs, bytes, frees, live, live bytes, peak" % ty)
+    finally:
+        eq(stop_serve(serve), 0, "--mem: serve exits 0")
+
+
+def test_listen_policy():
+    for bad, why in ((":9464", "no address"), ("example.com:9464", "numeric"),
+                     ("127.0.0.1:99999", "port")):
+        p = run([SPTRACE, "serve", "--listen", bad, "-b", HOST])
+        check(p.returncode == 1 and why in p.stderr,
+              "--listen %s refused: %r" % (bad, p.stderr.strip()))
+    p, url = start_serve(["-b", HOST])
+    check(url and url.startswith("http://127.0.0.1:"),
+          "default: loopback (%s)" % url)
+    stop_serve(p)
+    sp = subprocess.Popen([SPTRACE, "serve", "--listen", "0.0.0.0:0", "-b",
+                           HOST], stderr=subprocess.PIPE, text=True)
+    line = sp.stderr.readline()
+    check("not a loopback address" in line,
+          "explicit 0.0.0.0 accepted with a warning: %r" % line.strip())
+    stop_serve(sp)
+    eq(sp.returncode, 0, "explicit non-loopback serve exits cleanly")
+    p = run([SPTRACE, "serve", "--listen", "[::1]:0", "-d", "0.5", "-b", HOST])
+    check(p.returncode == 0 and "serving http://[::1]:" in p.stderr,
+          "IPv6 loopback: %r" % p.stderr.strip()[-200:])
+
+
+require_bpf()
+serve, url = start_serve(["--keep-exited", str(KEEP), "-b", HOST])
+try:
+    if url:
+        test_counts_and_lifecycle(url, serve)
+        test_openmetrics(url)
+        test_bad_requests(url)
+        test_concurrent(url, serve)
+        test_load(url, serve)
+finally:
+    eq(stop_serve(serve), 0, "serve exits 0 on Ctrl-C")
+test_many_processes()
+test_mem()
+test_listen_policy()
+finish()

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host of the continuous-mode and `sptrace serve` tests: rounds of queries
+ * with known counts and latencies, over as many distinct names as asked.
+ *
+ *   fleet_host [--names N] [--rounds K] [--pause-ms M] [--spin-us U]
+ *              [--slow-every S --slow-us V] [--wait]
+ *
+ * One round: for each of the N names (heap strings "q00000", "q00001",
+ * ...) one query of U us (busy-wait) and one cache hit. Every S-th round
+ * the query of name q00000 takes V us instead. M ms pause between rounds.
+ * Runs K rounds (0: until SIGTERM/SIGINT, checked between rounds only, so
+ * every query begun is ended). --wait: print "ready PID" and start on
+ * SIGUSR1. At the end it prints one JSON line: rounds, names, per-name
+ * invocations and cache hits, the latency of every query of q00000 and
+ * the time the rounds took.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sp_probe.h>
+#include "gt_spin.h"
+
+static volatile sig_atomic_t stop, go;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void on_go(int sig)
+{
+	(void)sig;
+	go = 1;
+}
+
+int main(int argc, char **argv)
+{
+	long names = 4, rounds = 0, pause_ms = 10, spin_us = 100;
+	long slow_every = 0, slow_us = 0, k, i;
+	uint64_t lat_sum = 0, t0, t1, start;
+	int wait = 0;
+	char **v;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--wait"))
+			wait = 1;
+		else if (i + 1 < argc && !strcmp(argv[i], "--names"))
+			names = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--rounds"))
+			rounds = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--pause-ms"))
+			pause_ms = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--spin-us"))
+			spin_us = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--slow-every"))
+			slow_every = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--slow-us"))
+			slow_us = atol(argv[++i]);
+		else {
+			fprintf(stderr, "fleet_host: bad argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (names < 1)
+		names = 1;
+	v = calloc((size_t)names, sizeof(*v));
+	for (i = 0; v && i < names; i++) {
+		v[i] = malloc(24);
+		if (!v[i])
+			return 1;
+		snprintf(v[i], 24, "q%05ld", i);
+	}
+	if (!v)
+		return 1;
+	signal(SIGTERM, on_stop);
+	signal(SIGINT, on_stop);
+	signal(SIGUSR1, on_go);
+	if (wait) {
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		while (!go && !stop)
+			usleep(1000);
+	}
+	start = gt_now();
+	for (k = 0; !stop && (!rounds || k < rounds); k++) {
+		for (i = 0; i < names; i++) {
+			uint64_t us = i == 0 && slow_every &&
+				      k % slow_every == slow_every - 1 ?
+					      (uint64_t)slow_us :
+					      (uint64_t)spin_us;
+
+			SP_QUERY_BEGIN(v[i]);
+			t0 = gt_now();
+			gt_spin(us * 1000);
+			t1 = gt_now();
+			SP_QUERY_END(v[i]);
+			SP_CACHE_HIT(v[i]);
+			if (i == 0)
+				lat_sum += t1 - t0;
+		}
+		if (pause_ms)
+			usleep((useconds_t)pause_ms * 1000);
+	}
+	printf("{\"pid\":%d,\"rounds\":%ld,\"names\":%ld,\"invocations_per_name\":%ld,"
+	       "\"cache_hits_per_name\":%ld,\"q00000_latency_sum_ns\":%llu,"
+	       "\"elapsed_ns\":%llu}\n",
+	       (int)getpid(), k, names, k, k, (unsigned long long)lat_sum,
+	       (unsigned long long)(gt_now() - start));
+	for (i = 0; i < names; i++)
+		free(v[i]);
+	free(v);
+	return 0;
+}

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `sptrace serve`: keeps the probes attached and serves the figures at
+ * /metrics in the OpenMetrics / Prometheus text format (docs/fleet.md).
+ * The HTTP server's epoll fd is polled by the session's own wait loop, so
+ * serving and tracing share one thread and neither waits for the other.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "commands.h"
+#include "fleet.h"
+#include "http_server.h"
+#include "log.h"
+#include "mem_provider.h"
+#include "openmetrics.h"
+#include "query_provider.h"
+#include "session.h"
+#include "summary.h"
+
+#define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
+/* One read of the maps serves every scrape within this window. */
+#define SERVE_CACHE_NS 500000000ull
+/* Without scrapes, exited processes are still evicted this often. */
+#define SERVE_HOUSEKEEP_NS 5000000000ull
+
+struct serve_env {
+	struct session_opts so;
+	const char *listen;
+	double keep_exited_s;
+	bool mem;
+};
+
+struct serve {
+	struct session ss;
+	struct query_provider qp;
+	struct mem_provider mp;
+	bool mem;
+	struct fleet fleet;
+	struct http_server srv;
+	struct http_body *cache[2];	/* [openmetrics] */
+	uint64_t cache_ns[2];
+	uint64_t last_read_ns;
+	size_t last_len;		/* the last body's size: the next one's */
+	double read_s;
+	bool failed;
+};
+
+static const char usage[] =
+"Usage: sptrace serve [OPTIONS] -b PATH\n"
+"       sptrace serve [OPTIONS] -p PID[,PID...]\n"
+"Keep the probes attached and serve the per-query figures at /metrics in\n"
+"the OpenMetrics / Prometheus text format (docs/fleet.md).\n"
+"\n"
+"  -b, --binary PATH        trace every process that runs or maps PATH,\n"
+"                           including those started later (repeatable)\n"
+"  -p, --pid PID[,PID...]   trace these running processes (serving ends\n"
+"                           when they all exited)\n"
+"  -d, --duration SECONDS   stop after this long (default: Ctrl-C)\n"
+"      --listen ADDR:PORT   numeric address to listen on (default "
+SERVE_DEFAULT_LISTEN ");\n"
+"                           [IPV6]:PORT; port 0 picks a free port. Only an\n"
+"                           address named here is used, loopback or not\n"
+"      --mem                also the memory gauges of `sptrace mem`, per\n"
+"                           type (docs/memory.md; no allocation stacks)\n"
+"      --keep-exited SECONDS  an exited process keeps series of its own this\n"
+"                           long, then its figures leave /metrics (default 300)\n"
+"      --query SPEC, --query-file FILE, --func GLOB, --max-queries N,\n"
+"      --max-threads N      as for sptrace (sptrace --help)\n"
+"  -v, --verbose            say what is attached; show libbpf's messages\n"
+"  -h, --help\n";
+
+enum { OPT_LISTEN = 0x3001, OPT_KEEP_EXITED, OPT_MEM };
+
+static int parse_args(int argc, char **argv, struct serve_env *env)
+{
+	static const struct option opts[] = {
+		SESSION_LONG_OPTS,
+		SESSION_QUERY_OPTS,
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "keep-exited", required_argument, NULL, OPT_KEEP_EXITED },
+		{ "mem", no_argument, NULL, OPT_MEM },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "vh", opts,
+				NULL)) != -1) {
+		r = session_opts__parse(&env->so, c, optarg);
+		if (r < 0)
+			return r;
+		if (r)
+			continue;
+		switch (c) {
+		case OPT_LISTEN:
+			env->listen = optarg;
+			break;
+		case OPT_MEM:
+			env->mem = true;
+			break;
+		case OPT_KEEP_EXITED:
+			if (parse_double(optarg, 0, 86400 * 365,
+					 &env->keep_exited_s)) {
+				sp_err("invalid --keep-exited '%s' (expected seconds)",
+				       optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'v':
+			sp_verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			fputs(usage, stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		env->so.cmd = &argv[optind];
+	if (!env->so.npids && !env->so.nbinaries && !env->so.cmd) {
+		sp_err("serve: no targets (give -b PATH, -p PID or -- CMD)");
+		return -EINVAL;
+	}
+	return session_opts__check(&env->so);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Resident bytes of a process ("self" for sptrace); 0 if unknown. */
+static uint64_t rss_of(const char *pid)
+{
+	unsigned long long size, res;
+	char path[64];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%s/statm", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu", &size, &res);
+	fclose(f);
+	return n == 2 ? res * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct om_process *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Reads the maps and renders one exposition; NULL on error (reported). */
+static struct http_body *render(struct serve *sv, bool openmetrics)
+{
+	struct om_health h = {};
+	struct om_process *procs = NULL;
+	struct om_buf b = {};
+	struct http_body *body = NULL;
+	struct mem_report mr;
+	struct summary s;
+	uint64_t t0 = now_ns();
+	size_t i, n = 0;
+	char pid[16];
+	int err;
+
+	summary__init(&s);
+	mem_report__init(&mr);
+	err = fleet__read(&sv->fleet, &s);
+	if (!err && sv->mem)
+		err = mem_provider__read(&sv->mp, &sv->ss, &mr);
+	sv->last_read_ns = now_ns();
+	sv->read_s = (double)(sv->last_read_ns - t0) / 1e9;
+	if (err)
+		goto cleanup;
+	procs = calloc(sv->fleet.nprocs + 2, sizeof(*procs));
+	if (!procs)
+		goto cleanup;
+	for (i = 0; i < sv->fleet.nprocs; i++) {
+		const struct fleet_proc *p = &sv->fleet.procs[i];
+
+		snprintf(pid, sizeof(pid), "%u", p->pid);
+		if (!p->pid)
+			continue;
+		procs[n++] = (struct om_process){
+			.pid = p->pid, .comm = p->comm, .binary = p->exe,
+			.alive = p->alive,
+			.rss_bytes = p->alive ? rss_of(pid) : 0,
+		};
+	}
+	/* pid 0: the figures of every exited process past --keep-exited. */
+	procs[n++] = (struct om_process){ .pid = 0, .comm = "(exited)",
+					  .binary = "" };
+	qsort(procs, n, sizeof(*procs), proc_cmp);
+	h.attached_probes = sv->ss.sites;
+	h.targets_alive = fleet__alive(&sv->fleet);
+	h.evicted_rows = sv->fleet.evicted_rows;
+	h.exited_processes = sv->fleet.exited;
+	h.http_dropped = sv->srv.dropped;
+	h.http_rejected = sv->srv.rejected;
+	h.self_rss_bytes = rss_of("self");
+	h.read_seconds = sv->read_s;
+	/* Room for a body like the last one: no copies while it grows. */
+	b.p = malloc(sv->last_len + sv->last_len / 8);
+	if (b.p)
+		b.cap = sv->last_len + sv->last_len / 8;
+	err = openmetrics__write(&b, &(struct om_input){
+		.s = &s, .mem = sv->mem ? &mr : NULL,
+		.procs = procs, .nprocs = n, .h = &h,
+		.openmetrics = openmetrics,
+	});
+	if (err)
+		goto cleanup;
+	body = calloc(1, sizeof(*body));
+	if (!body)
+		goto cleanup;
+	*body = (struct http_body){
+		.refs = 1, .data = b.p, .len = b.len,
+		.content_type = openmetrics__content_type(openmetrics),
+	};
+	b.p = NULL;
+	sv->last_len = body->len;
+cleanup:
+	if (!body && !sv->failed) {
+		sp_err("serve: cannot render /metrics: %s",
+		       strerror(err ? -err : ENOMEM));
+		sv->failed = true;	/* said once */
+	}
+	om_buf__free(&b);
+	free(procs);
+	summary__free(&s);
+	mem_report__free(&mr);
+	return body;
+}
+
+static struct http_body *metrics(void *ctx, bool openmetrics)
+{
+	struct serve *sv = ctx;
+	uint64_t now = now_ns();
+	int k = openmetrics;
+
+	if (!sv->cache[k] || now - sv->cache_ns[k] > SERVE_CACHE_NS) {
+		struct http_body *b = render(sv, openmetrics);
+
+		if (!b)
+			return NULL;
+		http_body__put(sv->cache[k]);
+		sv->cache[k] = b;
+		sv->cache_ns[k] = now;
+	}
+	sv->cache[k]->refs++;
+	return sv->cache[k];
+}
+
+static int serve_poll(void *ctx)
+{
+	struct serve *sv = ctx;
+
+	http_server__poll(&sv->srv);
+	fleet__poll(&sv->fleet);
+	if (now_ns() - sv->last_read_ns > SERVE_HOUSEKEEP_NS) {
+		struct summary s;
+
+		/* Evicts the rows of exited processes without a scrape. */
+		summary__init(&s);
+		fleet__read(&sv->fleet, &s);
+		sv->last_read_ns = now_ns();
+		summary__free(&s);
+	}
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_env env = { .keep_exited_s = 300 };
+	struct sockaddr_storage addr;
+	struct session_provider p, mem_p;
+	struct mem_opts mo = { .no_stacks = true };
+	struct serve *sv;
+	socklen_t alen;
+	char why[256];
+	int err, status = 1;
+
+	if (parse_args(argc, argv, &env)) {
+		session_opts__free(&env.so);
+		return 1;
+	}
+	/* Only an address the operator wrote: the default is loopback,
+	 * and names are never resolved to some address of this host. */
+	if (http_server__parse_addr(env.listen ? env.listen
+					       : SERVE_DEFAULT_LISTEN,
+				    &addr, &alen, why, sizeof(why))) {
+		sp_err("--listen '%s': %s", env.listen, why);
+		session_opts__free(&env.so);
+		return 1;
+	}
+	sv = calloc(1, sizeof(*sv));
+	if (!sv) {
+		session_opts__free(&env.so);
+		return 1;
+	}
+	err = http_server__open(&sv->srv, &addr, alen, "/metrics", metrics,
+				sv);
+	if (err) {
+		sp_err("serve: cannot listen on %s: %s (is the port in use? --listen picks another)",
+		       env.listen ? env.listen : SERVE_DEFAULT_LISTEN,
+		       strerror(-err));
+		free(sv);
+		session_opts__free(&env.so);
+		return 1;
+	}
+	if (!http_server__is_loopback(&addr))
+		sp_warn("serving on %s, not a loopback address: whoever reaches it reads the query names and process labels",
+			sv->srv.addr);
+	session__init(&sv->ss, &env.so);
+	query_provider__init(&sv->qp, &p);
+	fleet__init(&sv->fleet, &sv->qp, &sv->ss, env.keep_exited_s);
+	err = session__add(&sv->ss, &p);
+	sv->mem = env.mem;
+	sv->fleet.keep_spaces = env.mem;
+	if (!err && env.mem) {
+		mem_provider__init(&sv->mp, &mo, &mem_p);
+		err = session__add(&sv->ss, &mem_p);
+	}
+	if (!err)
+		err = session__start(&sv->ss);
+	if (!err) {
+		fprintf(stderr, "sptrace: serving http://%s/metrics\n",
+			sv->srv.addr);
+		sv->last_read_ns = now_ns();
+		err = session__run(&sv->ss, sv->srv.epfd, serve_poll, sv);
+	}
+	if (!err)
+		status = 0;
+	http_server__close(&sv->srv);
+	http_body__put(sv->cache[0]);
+	http_body__put(sv->cache[1]);
+	fleet__free(&sv->fleet);
+	session__destroy(&sv->ss);
+	if (err)
+		status = session__exit_status(&sv->ss, err);
+	else if (sv->ss.launched)
+		status = session__exit_status(&sv->ss, 0);
+	free(sv);
+	session_opts__free(&env.so);
+	return status;
+}

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Repeated reads of a running session with bounded memory (fleet.h).
+ *
+ * A process that exited can add nothing more, so its kernel rows are final:
+ * they are copied into the accumulator and deleted from the maps (the
+ * "evictions" of the health figures). Only processes already known to be
+ * gone *before* a read are evicted after it; a process found gone during
+ * the read may still have added to its rows after they were read, and is
+ * evicted at the next read. After `keep_ns` an exited process's rows are
+ * merged under pid 0, so the accumulator holds at most one row per query
+ * name plus the rows of processes that exited within `keep_ns`, and the
+ * session's snapshot of an evicted process's mappings is dropped.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "fleet.h"
+#include "log.h"
+#include "query_maps.h"
+#include "query_provider.h"
+#include "session.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void fleet__init(struct fleet *f, struct query_provider *qp,
+		 struct session *ss, double keep_s)
+{
+	memset(f, 0, sizeof(*f));
+	f->qp = qp;
+	f->ss = ss;
+	f->keep_ns = keep_s > 0 ? (uint64_t)(keep_s * 1e9) : 0;
+	summary__init(&f->acc);
+	f->acc.per_pid = true;
+}
+
+void fleet__free(struct fleet *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nprocs; i++)
+		free(f->procs[i].exe);
+	free(f->procs);
+	free(f->folded);
+	summary__free(&f->acc);
+	memset(f, 0, sizeof(*f));
+}
+
+/* starttime (field 22) of /proc/PID/stat; 0 if the process is gone. */
+static uint64_t proc_start(uint32_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* comm may hold spaces and parentheses: fields start after the
+	 * last ')'; starttime is the 20th of them. */
+	p = strrchr(buf, ')');
+	for (i = 0; p && i < 20; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &v) != 1)
+		return 0;
+	return v ? v : 1;
+}
+
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct fleet_proc *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+const struct fleet_proc *fleet__proc(const struct fleet *f, uint32_t pid)
+{
+	struct fleet_proc key = { .pid = pid };
+
+	return f->nprocs ? bsearch(&key, f->procs, f->nprocs,
+				   sizeof(key), proc_cmp) : NULL;
+}
+
+size_t fleet__alive(const struct fleet *f)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < f->nprocs; i++)
+		n += f->procs[i].alive;
+	return n;
+}
+
+/* Labels are read once, when a process is first seen. */
+static void proc_labels(struct fleet_proc *p)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+	fp = fopen(path, "r");
+	if (fp) {
+		if (fgets(p->comm, sizeof(p->comm), fp))
+			p->comm[strcspn(p->comm, "\n")] = 0;
+		fclose(fp);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	p->exe = strdup(buf);
+}
+
+static struct fleet_proc *proc_get(struct fleet *f, uint32_t pid)
+{
+	struct fleet_proc *p = (struct fleet_proc *)fleet__proc(f, pid);
+
+	if (p)
+		return p;
+	if (f->nprocs == f->procs_cap) {
+		size_t cap = f->procs_cap ? 2 * f->procs_cap : 16;
+		struct fleet_proc *v = realloc(f->procs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		f->procs = v;
+		f->procs_cap = cap;
+	}
+	p = &f->procs[f->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->start = proc_start(pid);
+	p->alive = p->start != 0;
+	if (p->alive)
+		proc_labels(p);
+	else
+		p->dead_ns = now_ns();
+	if (!p->exe)
+		p->exe = strdup("");
+	if (!p->exe) {
+		f->nprocs--;
+		return NULL;
+	}
+	if (!p->alive)
+		f->exited++;
+	qsort(f->procs, f->nprocs, sizeof(*p), proc_cmp);
+	return (struct fleet_proc *)fleet__proc(f, pid);
+}
+
+int fleet__add_row(struct summary *dst, const struct sp_query_row *r,
+		   uint32_t pid)
+{
+	unsigned int i;
+	int err;
+
+	err = summary__add_stats_pid(dst, r->name, pid, &r->st);
+	for (i = 0; !err && i < r->nbins; i++)
+		err = summary__add_hist_pid(dst, r->name, pid, r->bins[i].bucket,
+					    r->bins[i].count);
+	return err;
+}
+
+static bool in_set(const uint32_t *v, size_t n, uint32_t pid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (v[mid] == pid)
+			return true;
+		if (v[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* Exited processes past keep_ns: their rows go under pid 0 and they are
+ * forgotten. The pids are left in f->folded for interval.c. */
+static int fold_old(struct fleet *f, uint64_t now)
+{
+	struct summary acc;
+	size_t i, j;
+	int err = 0;
+
+	f->nfolded = 0;
+	for (i = 0; i < f->nprocs; i++) {
+		struct fleet_proc *p = &f->procs[i];
+
+		/* (dead_ns may be a little after `now`: seen gone during
+		 * the read.) */
+		if (p->alive || !p->evicted || p->dead_ns + f->keep_ns > now)
+			continue;
+		if (f->nfolded == f->folded_cap) {
+			size_t cap = f->folded_cap ? 2 * f->folded_cap : 16;
+			uint32_t *v = realloc(f->folded, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			f->folded = v;
+			f->folded_cap = cap;
+		}
+		f->folded[f->nfolded++] = p->pid;	/* procs are sorted */
+	}
+	if (!f->nfolded)
+		return 0;
+	summary__init(&acc);
+	acc.per_pid = true;
+	for (i = 0; !err && i < f->acc.nrows; i++) {
+		const struct sp_query_row *r = &f->acc.rows[i];
+
+		err = fleet__add_row(&acc, r, in_set(f->folded, f->nfolded,
+						     r->pid) ? 0 : r->pid);
+	}
+	if (err) {
+		summary__free(&acc);
+		return err;
+	}
+	summary__free(&f->acc);
+	f->acc = acc;
+	for (i = j = 0; i < f->nprocs; i++) {
+		if (in_set(f->folded, f->nfolded, f->procs[i].pid))
+			free(f->procs[i].exe);
+		else
+			f->procs[j++] = f->procs[i];
+	}
+	f->nprocs = j;
+	return 0;
+}
+
+/*
+ * Processes are labelled when first seen; one that ran and exited between
+ * two reads would be seen only dead, unlabelled. So the targets are
+ * looked for between reads too: -p pids at once, and every
+ * 200 ms the processes whose executable is a -b file (one stat of
+ * /proc/PID/exe each).
+ */
+int fleet__poll(struct fleet *f)
+{
+	const struct session *ss = f->ss;
+	const struct session_opts *o = ss->o;
+	uint64_t now = now_ns();
+	struct dirent *de;
+	struct stat st;
+	char path[64];
+	DIR *d;
+	int i;
+
+	if (now < f->next_scan_ns)
+		return 0;
+	f->next_scan_ns = now + 200000000ull;
+	for (i = 0; i < o->npids; i++)
+		if (!fleet__proc(f, (uint32_t)o->pids[i]) &&
+		    !proc_get(f, (uint32_t)o->pids[i]))
+			return -ENOMEM;
+	/* Not a launched command: until it execs, its labels are ours. It
+	 * is labelled at the first read that finds rows of it. */
+	if (!o->nbinaries)
+		return 0;
+	d = opendir("/proc");
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (!pid || *end || pid > UINT32_MAX ||
+		    fleet__proc(f, (uint32_t)pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%lu/exe", pid);
+		if (stat(path, &st))
+			continue;
+		for (i = 0; i < o->nbinaries; i++)
+			if (ss->bin_ids[i].dev == (uint64_t)st.st_dev &&
+			    ss->bin_ids[i].ino == (uint64_t)st.st_ino)
+				break;
+		if (i < o->nbinaries && !proc_get(f, (uint32_t)pid)) {
+			closedir(d);
+			return -ENOMEM;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int fleet__read(struct fleet *f, struct summary *out)
+{
+	uint64_t now = now_ns();
+	uint32_t *gone = NULL;
+	size_t i, ngone = 0, rows;
+	struct summary m;
+	int err;
+
+	/* Who is gone before the read: their rows are final in it. */
+	for (i = 0; i < f->nprocs; i++) {
+		struct fleet_proc *p = &f->procs[i];
+
+		if (p->alive && proc_start(p->pid) != p->start) {
+			p->alive = false;
+			p->dead_ns = now;
+			f->exited++;
+		}
+	}
+	summary__init(&m);
+	m.per_pid = true;
+	out->per_pid = true;
+	gone = calloc(f->nprocs + 1, sizeof(*gone));
+	if (!gone) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < f->nprocs; i++)
+		if (!f->procs[i].alive && !f->procs[i].evicted)
+			gone[ngone++] = f->procs[i].pid;	/* sorted */
+	/* Usually nobody left: the maps are read straight into `out`. */
+	err = query_provider__read(f->qp, f->ss, ngone ? &m : out);
+	if (err)
+		goto cleanup;
+	/* New processes get their labels (and, if already gone, are
+	 * evicted at the next read). */
+	for (i = 0; i < (ngone ? m.nrows : out->nrows); i++)
+		if (!proc_get(f, ngone ? m.rows[i].pid : out->rows[i].pid)) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	for (i = 0; !err && ngone && i < m.nrows; i++) {
+		const struct sp_query_row *r = &m.rows[i];
+
+		err = fleet__add_row(in_set(gone, ngone, r->pid) ? &f->acc : out,
+				     r, r->pid);
+	}
+	if (!err && ngone && f->qp->skel) {
+		err = query_maps__evict(f->qp->skel, gone, ngone, &rows);
+		if (err)
+			sp_err("cannot delete the rows of exited processes from the BPF maps: %s",
+			       strerror(-err));
+		f->evicted_rows += rows;
+	}
+	for (i = 0; i < ngone; i++) {
+		struct fleet_proc *p = (struct fleet_proc *)fleet__proc(f, gone[i]);
+
+		if (p)
+			p->evicted = true;
+		/* Its names are read: the mappings kept for them can go. */
+		if (!err && !f->keep_spaces)
+			addr_spaces__drop(&f->ss->spaces, (pid_t)gone[i]);
+	}
+	if (!err)
+		err = fold_old(f, now);
+	for (i = 0; !err && i < f->acc.nrows; i++)
+		err = fleet__add_row(out, &f->acc.rows[i], f->acc.rows[i].pid);
+	if (err == -ENOMEM)
+		sp_err("out of memory reading the BPF maps");
+	if (ngone) {
+		memcpy(out->errors, m.errors, sizeof(out->errors));
+		out->lost = m.lost;
+	}
+	out->duration_ns = f->ss->stop_ns ? session__duration(f->ss)
+					  : now - f->ss->start_ns;
+cleanup:
+	free(gone);
+	summary__free(&m);
+	return err;
+}
