@@ -8,18 +8,25 @@
  * with SIGSTOP so the loader attaches to new libraries before any of their
  * code runs, then lets it go. Notify mode (a running process, which must
  * not be disturbed): it only counts, and the loader attaches soon after.
+ *
+ * Follow mode (stop mode of --follow, see follow.bpf.c): the link serves
+ * every process, so only those in `followed` are stopped, and each stop
+ * is reported with its tgid in `follow_events` (both maps are
+ * follow.bpf.c's), since the stopped process may not be sptrace's child.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <sptrace/dl_watch_abi.h>
+#include <sptrace/follow_abi.h>
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define SIGSTOP 19
 
 const volatile bool stop = false;
+const volatile bool follow = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -28,12 +35,61 @@ struct {
 	__type(value, __u32);
 } dl_events SEC(".maps");
 
+/* Follow mode: follow.bpf.c's maps (sized down when unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_FOLLOW_MAX);
+	__type(key, __u32);
+	__type(value, struct sp_followed);
+} followed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SP_FOLLOW_RINGBUF);
+} follow_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_FOLLOW_ERR__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} follow_errors SEC(".maps");
+
+static __always_inline int follow_stop(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, slot;
+	struct sp_follow_event *e;
+	__u64 *v;
+
+	if (!bpf_map_lookup_elem(&followed, &tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&follow_events, sizeof(*e), 0);
+	if (e && !bpf_send_signal(SIGSTOP)) {
+		e->kind = SP_FOLLOW_DL;
+		e->tgid = tgid;
+		e->parent = 0;
+		e->pad = 0;
+		bpf_ringbuf_submit(e, 0);
+		return 0;
+	}
+	if (e)
+		bpf_ringbuf_discard(e, 0);
+	slot = SP_FOLLOW_ERR_LOST;
+	v = bpf_map_lookup_elem(&follow_errors, &slot);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	return 0;
+}
+
 SEC("uprobe")
 int sp_dl_event(struct pt_regs *ctx)
 {
 	__u32 zero = 0, *v;
 
 	(void)ctx;
+	if (follow)
+		return follow_stop();
 	v = bpf_map_lookup_elem(&dl_events, &zero);
 	if (!v)
 		return 0;	/* cannot mark it ours: do not stop */

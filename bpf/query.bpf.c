@@ -23,6 +23,7 @@
 #include <sptrace/hist.h>
 #include <sptrace/qstack.h>
 #include <sptrace/record_abi.h>
+#include <sptrace/follow_abi.h>
 #include "sp_regs.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -106,6 +107,16 @@ struct {
 	__type(value, __u64);
 } spec_unreadable SEC(".maps");
 
+/* --follow: the processes that count, kept by follow.bpf.c (this map is
+ * its map; sized down when unused). Links then serve every process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_FOLLOW_MAX);
+	__type(key, __u32);
+	__type(value, struct sp_followed);
+} followed SEC(".maps");
+
 /* Zeroed templates for map values too large for the 512-byte BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -134,6 +145,23 @@ const volatile bool record = false;
 /* Wake the reader only once this much is waiting: a wakeup per event
  * costs more than the event; the reader also drains on a timer. */
 const volatile __u64 wakeup_bytes = SP_DEFAULT_RINGBUF / 4;
+
+/* Set before load by --follow. */
+const volatile bool follow = false;
+
+/* Does the current process count? With --follow, only followed ones. */
+static __always_inline bool traced(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return !follow || bpf_map_lookup_elem(&followed, &tgid);
+}
+
+/* Counting is on (see `armed`) and the current process counts. */
+static __always_inline bool counting(void)
+{
+	return armed && traced();
+}
 
 static __always_inline void count_error(__u32 slot, __u64 n)
 {
@@ -274,7 +302,7 @@ static __always_inline int begin(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 	struct sp_thread_stack *st;
 	__u32 n;
 
-	if (!armed)
+	if (!counting())
 		return 0;
 	emit(ev, id, now, name, 0, 0);
 	st = thread_stack((__u32)id, id >> 32, true);
@@ -310,7 +338,7 @@ static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 	struct sp_closed c = {};
 	int r;
 
-	if (!armed)
+	if (!counting())
 		return 0;
 	emit(ev, id, now, name, 0, 0);
 	st = thread_stack((__u32)id, tgid, false);
@@ -408,7 +436,7 @@ int sp_cache_hit(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid(), name = sp_probe_arg(ctx, 0);
 	struct sp_query_stats *row;
 
-	if (!armed)
+	if (!counting())
 		return 0;
 	emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
 	row = query_row(id >> 32, name);
@@ -424,6 +452,8 @@ int sp_thread_name(struct pt_regs *ctx)
 	struct sp_thread_name *tn;
 	__u32 tid = (__u32)id;
 
+	if (!traced())
+		return 0;
 	if (armed)
 		emit(SP_EV_THREAD_NAME, id, bpf_ktime_get_ns(),
 		     sp_probe_arg(ctx, 0), 0, 0);
@@ -538,7 +568,7 @@ int sp_spec_begin(struct pt_regs *ctx)
 	__u64 cookie = bpf_usdt_cookie(ctx), name;
 	__u32 kind = spec_kind(cookie);
 
-	if (!armed)
+	if (!counting())
 		return 0;
 	name = spec_name(ctx, cookie);
 	return name ? begin(name, kind, spec_event(kind, true), 0) : 0;
@@ -550,7 +580,7 @@ int sp_spec_end(struct pt_regs *ctx)
 	__u64 cookie = bpf_usdt_cookie(ctx), name;
 	__u32 kind = spec_kind(cookie);
 
-	if (!armed)
+	if (!counting())
 		return 0;
 	name = spec_name(ctx, cookie);
 	return name ? end(name, kind, spec_event(kind, false), 0) : 0;
@@ -562,7 +592,7 @@ int sp_spec_cache(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid(), name;
 	struct sp_query_stats *row;
 
-	if (!armed)
+	if (!counting())
 		return 0;
 	name = spec_name(ctx, bpf_usdt_cookie(ctx));
 	if (!name)
@@ -579,7 +609,7 @@ int sp_spec_cache(struct pt_regs *ctx)
 SEC("uprobe")
 int sp_mark(struct pt_regs *ctx)
 {
-	if (armed)
+	if (counting())
 		emit(SP_EV_MARK, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
 		     sp_probe_arg(ctx, 0), sp_probe_arg(ctx, 1), 0);
 	return 0;
@@ -588,7 +618,7 @@ int sp_mark(struct pt_regs *ctx)
 SEC("uprobe")
 int sp_alloc(struct pt_regs *ctx)
 {
-	if (armed)
+	if (counting())
 		emit(SP_EV_ALLOC, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
 		     sp_probe_arg(ctx, 0), sp_probe_arg(ctx, 1), sp_probe_arg(ctx, 2));
 	return 0;
@@ -597,7 +627,7 @@ int sp_alloc(struct pt_regs *ctx)
 SEC("uprobe")
 int sp_free(struct pt_regs *ctx)
 {
-	if (armed)
+	if (counting())
 		emit(SP_EV_FREE, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
 		     sp_probe_arg(ctx, 0), 0, sp_probe_arg(ctx, 1));
 	return 0;

@@ -148,6 +148,16 @@ int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
 	return 0;
 }
 
+int addr_spaces__fork(struct addr_spaces *as, pid_t parent, pid_t child)
+{
+	struct addr_space *c = space_get(as, child, true);
+
+	if (!c)
+		return -ENOMEM;
+	c->parent = parent;
+	return 0;
+}
+
 static int read_live(pid_t pid, uint64_t addr, char *buf, size_t len)
 {
 	size_t got = 0;
@@ -201,8 +211,9 @@ static int read_file(const struct addr_space *s, uint64_t addr, char *buf,
 int addr_spaces__read_str(const struct addr_spaces *as, pid_t pid,
 			  uint64_t addr, char *buf, size_t len)
 {
-	const struct addr_space *s = NULL;
+	const struct addr_space *s = NULL, *p;
 	size_t i;
+	int depth;
 
 	if (len < 2)
 		return -EINVAL;
@@ -214,6 +225,18 @@ int addr_spaces__read_str(const struct addr_spaces *as, pid_t pid,
 			s = &as->v[i];
 	if (s && !read_file(s, addr, buf, len))
 		return 0;
+	/* A forked child: what it did not map itself, it had from its
+	 * parent (files mapped at fork). Bounded: PIDs can cycle. */
+	for (p = s, depth = 0; p && p->parent && depth < 64; depth++) {
+		pid_t parent = p->parent;
+
+		p = NULL;
+		for (i = 0; i < as->n; i++)
+			if (as->v[i].pid == parent)
+				p = &as->v[i];
+		if (p && !read_file(p, addr, buf, len))
+			return 0;
+	}
 	return read_live(pid, addr, buf, len);
 }
 
@@ -226,4 +249,19 @@ void addr_spaces__free(struct addr_spaces *as)
 	free(as->v);
 	as->v = NULL;
 	as->n = 0;
+}
+
+void addr_spaces__drop(struct addr_spaces *as, pid_t pid)
+{
+	struct addr_space *s = space_get(as, pid, false);
+	size_t i;
+
+	if (!s)
+		return;
+	/* A forked child may still name addresses through it. */
+	for (i = 0; i < as->n; i++)
+		if (as->v[i].parent == pid)
+			return;
+	space_clear(s);
+	*s = as->v[--as->n];
 }

@@ -23,6 +23,7 @@ struct addr_map {
 
 struct addr_space {
 	pid_t pid;
+	pid_t parent;		/* forked from (addr_spaces__fork), or 0 */
 	struct addr_file *files;
 	size_t nfiles;
 	struct addr_map *maps;
@@ -37,6 +38,11 @@ struct addr_spaces {
 /* Reads pid's mappings into its snapshot, keeping those seen before (a
  * library unmapped since still names its strings). 0 or -errno. */
 int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid);
+/* `child` was forked by `parent`: where its own snapshot (if any) cannot
+ * name an address, its parent's snapshot does (its address space at fork),
+ * before the live process is read. Holds no file open. parent 0: forget it
+ * (the child exec'd another image). 0 or -errno. */
+int addr_spaces__fork(struct addr_spaces *as, pid_t parent, pid_t child);
 /*
  * Reads a NUL-terminated string at addr in pid into buf (cut at len - 1):
  * from the snapshot's file mapped there, else from the live process.
@@ -44,6 +50,9 @@ int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid);
  */
 int addr_spaces__read_str(const struct addr_spaces *as, pid_t pid,
 			  uint64_t addr, char *buf, size_t len);
+/* Forgets pid's snapshot (its files closed): for a process that exited
+ * and whose names were read. Kept while a forked child refers to it. */
+void addr_spaces__drop(struct addr_spaces *as, pid_t pid);
 void addr_spaces__free(struct addr_spaces *as);
 
 #endif /* SPTRACE_ADDR_SPACE_H */

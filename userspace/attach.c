@@ -133,6 +133,17 @@ int attach__cookie_from_args(const char *args, uint64_t *cookie)
 	return 0;
 }
 
+/* A kernel-internal errno the bpf syscall passes on: uprobes refuse the
+ * instruction at the site (an int3, or one it cannot single-step). */
+#define SP_ENOTSUPP 524
+
+static const char *attach_strerror(int err)
+{
+	return err == -SP_ENOTSUPP ?
+		"the kernel cannot probe the instruction there (ENOTSUPP)" :
+		strerror(-err);
+}
+
 static struct bpf_program *binding_for(const struct attacher *a,
 				       const char *name)
 {
@@ -210,9 +221,12 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 					       s->pc_offset, &opts);
 	if (!link) {
 		err = -errno;
+		if (err == -ESRCH)
+			return err;	/* the process exited: callers say so */
 		sp_err("%s: cannot attach probe %s:%s at 0x%" PRIx64 ": %s",
-		       path, s->provider, s->name, s->pc_vaddr, strerror(-err));
-		return err;
+		       path, s->provider, s->name, s->pc_vaddr,
+		       attach_strerror(err));
+		return err == -SP_ENOTSUPP ? -EOPNOTSUPP : err;
 	}
 	err = push_link(a, link, -1);
 	if (err) {
@@ -281,8 +295,12 @@ static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 	fd = multi_link(prog, pid, open_path, offs, refs, cookies, n, false);
 	if (fd < 0) {
 		err = fd;
+		if (err == -ESRCH)
+			goto out;	/* the process exited: callers say so */
 		sp_err("%s: cannot attach %zu sites of probe %s:%s: %s", path, n,
-		       a->provider, probe, strerror(-err));
+		       a->provider, probe, attach_strerror(err));
+		if (err == -SP_ENOTSUPP)
+			err = -EOPNOTSUPP;	/* callers' strerror() knows it */
 		goto out;
 	}
 	err = push_link(a, NULL, fd);
@@ -295,6 +313,10 @@ out:
 	return err ? err : (int)n;
 }
 
+static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
+				    const struct stat *st, const char *path,
+				    size_t first);
+
 int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 			  const char *path)
 {
@@ -305,6 +327,8 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	struct stat st;
 	int err;
 
+	if (a->any_pid)
+		pid = -1;
 	if (stat(open_path, &st))
 		return -errno;
 	if (find_obj(a, pid, st.st_dev, st.st_ino))
@@ -371,64 +395,34 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 rollback:
 	rollback(a, first);
 	usdt_file__free(f);
+	/* Remembered with no links: the next loader stop of the same
+	 * process does not fail (and report) the same way again. */
+	if (err != -ENOMEM)
+		add_obj(a, pid, &st, path, a->nlinks);
 	return err;
+}
+
+struct attach_walk {
+	struct attacher *a;
+	pid_t pid;
+};
+
+static int attach_walk_file(void *ctx, const char *open_path, const char *path)
+{
+	struct attach_walk *w = ctx;
+	int n = attacher__attach_file(w->a, w->pid, open_path, path);
+
+	if (n == -ENOENT || n == -ESRCH)
+		sp_info("pid %d: %s vanished while attaching", (int)w->pid,
+			path);
+	return n;
 }
 
 int attacher__attach_pid(struct attacher *a, pid_t pid)
 {
-	struct proc_maps maps = {};
-	const char **paths = NULL;
-	size_t npaths = 0, i, j;
-	int err, total = 0;
+	struct attach_walk w = { .a = a, .pid = pid };
 
-	err = proc_maps__read(pid, &maps);
-	if (err)
-		return err;
-	err = proc_maps__exec_files(&maps, &paths, &npaths);
-	if (err)
-		goto out;
-	for (i = 0; i < npaths; i++) {
-		char open_path[96];
-
-		/* The first mapping of this path names its inode. */
-		for (j = 0; j < maps.n; j++)
-			if (maps.v[j].path && !strcmp(maps.v[j].path, paths[i]))
-				break;
-		if (j == maps.n)
-			continue;
-		snprintf(open_path, sizeof(open_path),
-			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-			 maps.v[j].start, maps.v[j].end);
-		err = attacher__attach_file(a, pid, open_path, paths[i]);
-		if (err == -ENOENT || err == -EACCES || err == -EPERM) {
-			/* No map_files (unprivileged or old kernel): go
-			 * through the target's root, for containers. */
-			char *alt;
-
-			if (asprintf(&alt, "/proc/%d/root%s", (int)pid,
-				     paths[i]) < 0) {
-				err = -ENOMEM;
-				goto out;
-			}
-			err = attacher__attach_file(a, pid, alt, paths[i]);
-			free(alt);
-		}
-		if (err < 0) {
-			if (err == -ENOENT || err == -ESRCH) {
-				/* unmapped or exited meanwhile */
-				sp_info("pid %d: %s vanished while attaching",
-					(int)pid, paths[i]);
-				continue;
-			}
-			goto out;
-		}
-		total += err;
-	}
-	err = total;
-out:
-	free(paths);
-	proc_maps__free(&maps);
-	return err;
+	return proc_maps__for_each_exec_file(pid, attach_walk_file, &w);
 }
 
 static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
@@ -468,6 +462,8 @@ int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
 	struct stat st;
 	int err = 0, fd;
 
+	if (a->any_pid)
+		pid = -1;
 	if (stat(open_path, &st))
 		return -errno;
 	if (find_obj(a, pid, st.st_dev, st.st_ino) || !n)
@@ -496,8 +492,9 @@ int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
 	if (!err && !add_obj(a, pid, &st, path, first))
 		err = -ENOMEM;
 	if (err) {
-		sp_err("%s: cannot attach --func probes to %zu functions: %s",
-		       path, n, strerror(-err));
+		if (err != -ESRCH)
+			sp_err("%s: cannot attach --func probes to %zu functions: %s",
+			       path, n, strerror(-err));
 		rollback(a, first);
 		return err;
 	}

@@ -40,6 +40,9 @@ struct attacher {
 	const struct probe_binding *bindings;
 	size_t nbindings;
 	bool multi;		/* programs loaded for uprobe_multi links */
+	/* --follow: links serve every process (the programs filter), one
+	 * per file whichever pid asks; set after attacher__init(). */
+	bool any_pid;
 	struct sp_link *links;
 	size_t nlinks, links_cap;
 	struct attached_obj *objs;

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "dl_watch.h"
@@ -31,12 +33,70 @@ int dl_watch__open(struct dl_watch *w, bool stop)
 	if (!w->skel)
 		return -errno;
 	w->skel->rodata->stop = stop;
-	err = dl_watch_bpf__load(w->skel);
+	/* The follow-mode maps, unused: as small as they can be. */
+	err = bpf_map__set_max_entries(w->skel->maps.followed, 1);
+	if (!err)
+		err = bpf_map__set_max_entries(w->skel->maps.follow_events,
+					       (uint32_t)getpagesize());
+	if (!err)
+		err = dl_watch_bpf__load(w->skel);
 	if (err) {
 		dl_watch_bpf__destroy(w->skel);
 		w->skel = NULL;
 	}
 	return err;
+}
+
+int dl_watch__open_follow(struct dl_watch *w, int followed_fd, int events_fd,
+			  int errors_fd)
+{
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->stop = true;
+	w->follow = true;
+	w->skel = dl_watch_bpf__open();
+	if (!w->skel)
+		return -errno;
+	w->skel->rodata->stop = true;
+	w->skel->rodata->follow = true;
+	err = bpf_map__reuse_fd(w->skel->maps.followed, followed_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.follow_events, events_fd);
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.follow_errors, errors_fd);
+	if (!err)
+		err = dl_watch_bpf__load(w->skel);
+	if (err) {
+		dl_watch_bpf__destroy(w->skel);
+		w->skel = NULL;
+	}
+	return err;
+}
+
+/* Follow mode: is this loader file watched already? Records it if not. */
+static int loader_seen(struct dl_watch *w, const char *loader, bool *seen)
+{
+	struct stat st;
+	size_t i;
+	void *v;
+
+	*seen = false;
+	if (stat(loader, &st))
+		return -errno;
+	for (i = 0; i < w->nlinks; i++)
+		if (w->loaders[i].dev == st.st_dev &&
+		    w->loaders[i].ino == st.st_ino) {
+			*seen = true;
+			return 0;
+		}
+	v = realloc(w->loaders, (w->nlinks + 1) * sizeof(*w->loaders));
+	if (!v)
+		return -ENOMEM;
+	w->loaders = v;
+	w->loaders[w->nlinks].dev = st.st_dev;
+	w->loaders[w->nlinks].ino = st.st_ino;
+	return 0;
 }
 
 /* The running process's loader: a mapped file named ld-*.so*. Its
@@ -75,6 +135,7 @@ int dl_watch__attach(struct dl_watch *w, pid_t pid, const char *exe)
 	struct bpf_link *link, **v;
 	uint64_t vaddr, off;
 	unsigned int bad;
+	bool seen;
 	int err;
 
 	if (exe) {
@@ -92,6 +153,13 @@ int dl_watch__attach(struct dl_watch *w, pid_t pid, const char *exe)
 	err = elf_symbol_offset(loader, "_dl_debug_state", &vaddr, &off);
 	if (err)
 		return err;
+	if (w->follow) {
+		/* One link per loader file serves every followed process. */
+		err = loader_seen(w, loader, &seen);
+		if (err || seen)
+			return err;
+		pid = -1;
+	}
 	link = bpf_program__attach_uprobe(w->skel->progs.sp_dl_event, false,
 					  pid, loader, off);
 	if (!link)
@@ -120,7 +188,7 @@ bool dl_watch__take_stop(struct dl_watch *w)
 {
 	__u32 key = 0, v = events(w);
 
-	if (!v)
+	if (!v || w->follow)
 		return false;
 	/* The process is stopped: no event can come in between. */
 	v--;
@@ -146,6 +214,7 @@ void dl_watch__destroy(struct dl_watch *w)
 	for (i = 0; i < w->nlinks; i++)
 		bpf_link__destroy(w->links[i]);
 	free(w->links);
+	free(w->loaders);
 	dl_watch_bpf__destroy(w->skel);
 	memset(w, 0, sizeof(*w));
 }

@@ -20,16 +20,25 @@ struct dl_watch {
 	size_t nlinks;
 	bool stop;
 	uint32_t seen;		/* notify mode: events already handled */
+	/* Follow mode: one link per loader file, for every process; the
+	 * loader files attached (st_dev, st_ino). */
+	bool follow;
+	struct { uint64_t dev, ino; } *loaders;
 };
 
 /* Loads the watcher; stop: SIGSTOP the process at each event. */
 int dl_watch__open(struct dl_watch *w, bool stop);
+/* Loads the watcher in follow mode (bpf/dl_watch.bpf.c): stops followed
+ * processes and reports them through follow.bpf.c's maps, given as fds. */
+int dl_watch__open_follow(struct dl_watch *w, int followed_fd, int events_fd,
+			  int errors_fd);
 /* Watches the dynamic loader of `pid`: the interpreter named by the ELF
  * file `exe` (a command about to exec), or, with exe NULL, the loader the
  * running process maps. 0, -ENOENT when it has none (static), or -errno. */
 int dl_watch__attach(struct dl_watch *w, pid_t pid, const char *exe);
 /* Stop mode: the process was seen stopped by SIGSTOP; true if we sent it
- * (the caller attaches, then sends SIGCONT). */
+ * (the caller attaches, then sends SIGCONT). Never in follow mode, whose
+ * stops come as follow events. */
 bool dl_watch__take_stop(struct dl_watch *w);
 /* Notify mode: true if the loader reported changes since the last call. */
 bool dl_watch__changed(struct dl_watch *w);

@@ -391,62 +391,40 @@ static int usdt_attach_file(struct latency_provider *lp, int ep, pid_t pid,
 	return n;
 }
 
+struct usdt_walk {
+	struct latency_provider *lp;
+	pid_t pid;
+	size_t *found;
+};
+
+/* One mapped file, for every USDT endpoint. */
+static int usdt_walk_file(void *ctx, const char *open_path, const char *path)
+{
+	struct usdt_walk *w = ctx;
+	int ep, n, total = 0;
+
+	for (ep = 0; ep < 2; ep++) {
+		if (endpoint(w->lp, ep)->kind != LAT_USDT)
+			continue;
+		n = usdt_attach_file(w->lp, ep, w->pid, open_path, path);
+		if (n < 0)
+			return n;
+		w->found[ep] += (size_t)n;
+		total += n;
+	}
+	return total;
+}
+
 /* Every mapped file of pid, for every USDT endpoint. Returns the sites
  * attached or -errno. */
 static int usdt_attach_pid(struct latency_provider *lp, pid_t pid,
 			   size_t found[2])
 {
-	struct proc_maps maps = {};
-	const char **paths = NULL;
-	size_t npaths = 0, i, j;
-	int err, total = 0, ep;
+	struct usdt_walk w = { .lp = lp, .pid = pid, .found = found };
 
 	if (lp->lo->from.kind != LAT_USDT && lp->lo->to.kind != LAT_USDT)
 		return 0;
-	err = proc_maps__read(pid, &maps);
-	if (!err)
-		err = proc_maps__exec_files(&maps, &paths, &npaths);
-	for (i = 0; !err && i < npaths; i++) {
-		char open_path[96], *alt = NULL;
-
-		for (j = 0; j < maps.n; j++)
-			if (maps.v[j].path && !strcmp(maps.v[j].path, paths[i]))
-				break;
-		if (j == maps.n)
-			continue;
-		snprintf(open_path, sizeof(open_path),
-			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-			 maps.v[j].start, maps.v[j].end);
-		for (ep = 0; !err && ep < 2; ep++) {
-			if (endpoint(lp, ep)->kind != LAT_USDT)
-				continue;
-			err = usdt_attach_file(lp, ep, pid, open_path, paths[i]);
-			if (err == -EACCES || err == -EPERM) {
-				/* No map_files: through the target's root. */
-				if (!alt && asprintf(&alt, "/proc/%d/root%s",
-						     (int)pid, paths[i]) < 0) {
-					alt = NULL;
-					err = -ENOMEM;
-					break;
-				}
-				err = usdt_attach_file(lp, ep, pid, alt,
-						       paths[i]);
-			}
-			if (err == -ENOENT || err == -ESRCH) {
-				err = 0;	/* unmapped meanwhile */
-				continue;
-			}
-			if (err > 0) {
-				found[ep] += (size_t)err;
-				total += err;
-				err = 0;
-			}
-		}
-		free(alt);
-	}
-	free(paths);
-	proc_maps__free(&maps);
-	return err ? err : total;
+	return proc_maps__for_each_exec_file(pid, usdt_walk_file, &w);
 }
 
 /* ---- session hooks ------------------------------------------------------- */

@@ -10,16 +10,20 @@
  * padding. A file unlinked (or replaced, as by a package upgrade) while
  * mapped gets " (deleted)" appended; we strip it into a flag. A file whose
  * real name ends in " (deleted)" looks the same; maps alone cannot tell
- * them apart, and dropping such a file is the safe side.
+ * them apart, so such a path is never opened by name: the walker opens
+ * every file through /proc/PID/map_files.
  *
  * The numbers are parsed by hand: sscanf's %lx accepts signs and leading
  * blanks and has undefined behaviour on overflow; the input here is a file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "proc_maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -222,45 +226,58 @@ int proc_maps__read(int pid, struct proc_maps *out)
 	return err;
 }
 
-/* Mapping index and path, sorted to find each path's first mapping. */
-struct path_ref {
-	const char *path;
+/* Mapping index and file, sorted to find each file's first mapping. */
+struct file_ref {
+	const struct proc_mapping *m;
 	size_t idx;
 };
 
-static int path_ref_cmp(const void *a, const void *b)
+static int file_ref_cmp(const void *a, const void *b)
 {
-	const struct path_ref *x = a, *y = b;
-	int c = strcmp(x->path, y->path);
+	const struct file_ref *x = a, *y = b;
 
-	if (c)
-		return c;
+	if (x->m->dev_major != y->m->dev_major)
+		return x->m->dev_major < y->m->dev_major ? -1 : 1;
+	if (x->m->dev_minor != y->m->dev_minor)
+		return x->m->dev_minor < y->m->dev_minor ? -1 : 1;
+	if (x->m->inode != y->m->inode)
+		return x->m->inode < y->m->inode ? -1 : 1;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static bool is_live_file(const struct proc_mapping *m)
+static bool same_file(const struct proc_mapping *a,
+		      const struct proc_mapping *b)
 {
-	return m->path && m->path[0] == '/' && !m->deleted;
+	return a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+	       a->inode == b->inode;
+}
+
+/* A file: pseudo names ("[vdso]") are not, nor anonymous memory. */
+static bool is_file(const struct proc_mapping *m)
+{
+	return m->path && m->path[0] == '/' && m->inode;
 }
 
 /*
- * Sorting (path, index) pairs keeps this O(n log n): a JVM or a browser can
- * have tens of thousands of mappings, where comparing each path with every
- * earlier one would take seconds.
+ * Sorting (file, index) pairs keeps this O(n log n): a JVM or a browser can
+ * have tens of thousands of mappings, where comparing each file with every
+ * earlier one would take seconds. Files are told apart by device and
+ * inode, not by name: a library replaced on disk and its successor may
+ * both be mapped under one path.
  */
-int proc_maps__exec_files(const struct proc_maps *m, const char ***paths,
-			  size_t *n)
+int proc_maps__exec_files(const struct proc_maps *m,
+			  const struct proc_mapping ***files, size_t *n)
 {
-	struct path_ref *refs = NULL;
-	const char **res = NULL;
+	struct file_ref *refs = NULL;
+	const struct proc_mapping **res = NULL;
 	bool *first_exec = NULL;
 	size_t i, j, nrefs = 0, nres = 0;
 	bool exec;
 	int err = 0;
 
-	if (!m || !paths || !n)
+	if (!m || !files || !n)
 		return -EINVAL;
-	*paths = NULL;
+	*files = NULL;
 	*n = 0;
 	if (!m->n)
 		return 0;
@@ -272,28 +289,27 @@ int proc_maps__exec_files(const struct proc_maps *m, const char ***paths,
 		goto cleanup;
 	}
 	for (i = 0; i < m->n; i++) {
-		if (!is_live_file(&m->v[i]))
+		if (!is_file(&m->v[i]))
 			continue;
-		refs[nrefs].path = m->v[i].path;
+		refs[nrefs].m = &m->v[i];
 		refs[nrefs++].idx = i;
 	}
-	qsort(refs, nrefs, sizeof(*refs), path_ref_cmp);
-	/* For each run of one path: mark its first mapping if any is 'x'. */
+	qsort(refs, nrefs, sizeof(*refs), file_ref_cmp);
+	/* For each run of one file: mark its first mapping if any is 'x'. */
 	for (i = 0; i < nrefs; i = j) {
 		exec = false;
-		for (j = i; j < nrefs && !strcmp(refs[j].path, refs[i].path);
-		     j++)
-			exec |= m->v[refs[j].idx].perms[2] == 'x';
+		for (j = i; j < nrefs && same_file(refs[j].m, refs[i].m); j++)
+			exec |= refs[j].m->perms[2] == 'x';
 		first_exec[refs[i].idx] = exec;
 	}
 	for (i = 0; i < m->n; i++)
 		if (first_exec[i])
-			res[nres++] = m->v[i].path;
+			res[nres++] = &m->v[i];
 	if (!nres) {
 		free(res);
 		res = NULL;
 	}
-	*paths = res;
+	*files = res;
 	*n = nres;
 	res = NULL;
 cleanup:
@@ -303,37 +319,87 @@ cleanup:
 	return err;
 }
 
+/*
+ * The one walk over a process's mapped files. Each is opened through its
+ * map_files link, which names the mapped inode even when the path now
+ * names another file (replaced), none (deleted, or a name that really ends
+ * in " (deleted)"), or one in another mount namespace. Without map_files
+ * (no access, or no such link) a file still on disk is reached through
+ * the process's root, for containers; a deleted one then cannot be.
+ */
 int proc_maps__for_each_exec_file(int pid,
 				  int (*fn)(void *ctx, const char *open_path,
 					    const char *path),
 				  void *ctx)
 {
+	const struct proc_mapping **files = NULL;
 	struct proc_maps m = { 0 };
-	const char **paths = NULL;
-	char open_path[96];
-	size_t n = 0, i, j;
+	char link[96], *alt;
+	size_t n = 0, i;
+	struct stat st;
 	int err, total = 0;
 
 	err = proc_maps__read(pid, &m);
 	if (!err)
-		err = proc_maps__exec_files(&m, &paths, &n);
+		err = proc_maps__exec_files(&m, &files, &n);
 	for (i = 0; !err && i < n; i++) {
-		/* The first mapping of the path names its inode. */
-		for (j = 0; j < m.n; j++)
-			if (m.v[j].path && !strcmp(m.v[j].path, paths[i]))
-				break;
-		if (j == m.n)
-			continue;
-		snprintf(open_path, sizeof(open_path),
+		const struct proc_mapping *f = files[i];
+
+		alt = NULL;
+		snprintf(link, sizeof(link),
 			 "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid,
-			 m.v[j].start, m.v[j].end);
-		err = fn(ctx, open_path, paths[i]);
-		if (err > 0)
+			 f->start, f->end);
+		if (stat(link, &st) && !f->deleted &&
+		    (errno == EACCES || errno == EPERM || errno == ENOENT) &&
+		    asprintf(&alt, "/proc/%d/root%s", pid, f->path) < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		err = fn(ctx, alt ? alt : link, f->path);
+		free(alt);
+		if (err == -ENOENT || err == -ESRCH) {
+			err = 0;	/* unmapped, or exited, meanwhile */
+			continue;
+		}
+		if (err > 0) {
 			total += err;
-		if (err > 0)
 			err = 0;
+		}
 	}
-	free(paths);
+	free(files);
 	proc_maps__free(&m);
 	return err ? err : total;
+}
+
+int proc_pid__start_time(int pid, uint64_t *ticks, int *ppid)
+{
+	char path[32], buf[1024];
+	const char *p;
+	uint64_t v;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	i = errno;
+	close(fd);
+	if (n < 0)
+		return -i;
+	buf[n > 0 ? n : 0] = 0;
+	/* comm may hold blanks and parentheses: the fields after it start at
+	 * the last ')'; ppid is the 2nd of them, starttime the 20th. */
+	p = strrchr(buf, ')');
+	for (i = 0; p && i < 2; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || (p++, parse_uint(&p, 10, &v)) || v > INT32_MAX)
+		return -EINVAL;
+	*ppid = (int)v;
+	for (i = 2; p && i < 20; i++)
+		p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+	if (!p)
+		return -EINVAL;
+	return parse_uint(&p, 10, ticks);
 }

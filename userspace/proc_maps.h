@@ -39,25 +39,35 @@ int proc_maps__read_file(const char *path, struct proc_maps *out);
 void proc_maps__free(struct proc_maps *m);
 
 /*
- * The distinct paths of regular files mapped with at least one executable
- * segment, in order of their first mapping. Pseudo paths ("[vdso]") are not
- * files; deleted files are left out too, since their path now names another
- * file or none, and attaching there would patch the wrong code. *paths is
- * NULL when *n is 0; the caller frees the array, not the strings, which
- * point into m.
+ * The distinct files (by device and inode) mapped with at least one
+ * executable segment, as their first mapping, in mapping order. Pseudo
+ * paths ("[vdso]") are not files. Deleted (or replaced) files are
+ * included: the process runs them; their path names another file or none,
+ * so open them only through /proc/PID/map_files (as the walker below
+ * does). *files is NULL when *n is 0; the caller frees the array, not the
+ * mappings, which point into m.
  */
-int proc_maps__exec_files(const struct proc_maps *m, const char ***paths,
-			  size_t *n);
+int proc_maps__exec_files(const struct proc_maps *m,
+			  const struct proc_mapping ***files, size_t *n);
 
 /*
  * Calls fn(ctx, open_path, path) once for each file of proc_maps__exec_files()
- * of `pid`; open_path is its /proc/PID/map_files link (the mapped inode,
- * in any mount namespace, even if the path was replaced). Stops at the
- * first negative return and returns it; else the sum of the returns.
+ * of `pid`; open_path is its /proc/PID/map_files link (the mapped inode, in
+ * any mount namespace, even if the path was replaced or deleted), or, when
+ * that link cannot be used, /proc/PID/root/PATH for a file not deleted.
+ * path is as maps names it, less " (deleted)". A return of -ENOENT or
+ * -ESRCH from fn means the file or process vanished meanwhile: skipped.
+ * Stops at any other negative return and returns it; else the sum of the
+ * returns. Errors of reading maps as proc_maps__read().
  */
 int proc_maps__for_each_exec_file(int pid,
 				  int (*fn)(void *ctx, const char *open_path,
 					    const char *path),
 				  void *ctx);
+
+/* The start time of process `pid` (/proc/PID/stat field 22, in clock
+ * ticks since boot: a PID that names a younger process than expected was
+ * reused) and its parent. 0 or -errno (-ENOENT: no such process). */
+int proc_pid__start_time(int pid, uint64_t *ticks, int *ppid);
 
 #endif /* SPTRACE_PROC_MAPS_H */

@@ -49,6 +49,12 @@ static int open_and_load(struct query_provider *qp, bool multi)
 		    prog != qp->skel->progs.sp_spec_cache)
 			attach__prepare_multi(prog);
 	qp->skel->rodata->record = o->record;
+	qp->skel->rodata->follow = qp->follow;
+	err = qp->follow ? bpf_map__reuse_fd(qp->skel->maps.followed,
+					     qp->followed_fd) :
+			   bpf_map__set_max_entries(qp->skel->maps.followed, 1);
+	if (err)
+		goto out;
 	qp->skel->rodata->wakeup_bytes =
 		(o->ringbuf_bytes ? o->ringbuf_bytes : SP_DEFAULT_RINGBUF) / 4;
 	err = query_maps__resize(qp->skel, o->max_queries, o->max_threads);
@@ -61,6 +67,7 @@ static int open_and_load(struct query_provider *qp, bool multi)
 					       (uint32_t)getpagesize());
 	if (!err)
 		err = query_bpf__load(qp->skel);
+out:
 	if (err) {
 		query_bpf__destroy(qp->skel);
 		qp->skel = NULL;
@@ -185,6 +192,16 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	attacher__init(&qp->att, "sp", qp->bindings, bind_probes(qp),
 		       qp->multi);
 	attacher__init(&qp->fatt, "", NULL, 0, qp->multi);
+	qp->att.any_pid = qp->fatt.any_pid = qp->follow;
+	return 0;
+}
+
+static int qp_follow(void *ctx, int followed_fd)
+{
+	struct query_provider *qp = ctx;
+
+	qp->follow = true;
+	qp->followed_fd = followed_fd;
 	return 0;
 }
 
@@ -385,6 +402,8 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 	int k, p, n, err, total = 0;
 	struct stat st;
 
+	if (qp->follow)
+		pid = -1;	/* links for every process: BPF filters */
 	if (stat(open_path, &st))
 		return 0;	/* gone; nothing of it can run */
 	if (spec_file_seen(qp, pid, &st, &err))
@@ -604,7 +623,7 @@ void query_provider__init(struct query_provider *qp,
 	*p = (struct session_provider){
 		.name = "query", .ctx = qp, .load = qp_load,
 		.attach = qp_attach, .arm = qp_arm, .detach = qp_detach,
-		.destroy = qp_destroy,
+		.destroy = qp_destroy, .follow = qp_follow,
 	};
 }
 

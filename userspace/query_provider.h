@@ -33,6 +33,8 @@ struct query_provider {
 	size_t *spec_found;		/* [2 * spec + probe] */
 	size_t *spec_lit;
 	bool spec_by_path;		/* -b or a command: checked at the end */
+	bool follow;			/* --follow: count followed_fd's tgids */
+	int followed_fd;
 	const struct session_opts *o;
 };
 

@@ -72,7 +72,7 @@ static void test_fixture(void)
 {
 	struct proc_maps m = { 0 };
 	const struct proc_mapping *v;
-	const char **paths = NULL;
+	const struct proc_mapping **files = NULL;
 	char *text = fixture_text();
 	size_t n = 0;
 
@@ -116,19 +116,27 @@ static void test_fixture(void)
 	CHECK_STR(v[16].perms, "--xp");
 	CHECK_STR(v[16].path, "[vsyscall]");
 
-	/* First-mapping order; no pseudo, deleted, or never-'x' paths, and
-	 * libold.so only ever has its deleted mapping executable. */
-	CHECK(proc_maps__exec_files(&m, &paths, &n) == 0);
-	CHECK_U64(n, 4);
-	if (n == 4) {
-		CHECK_STR(paths[0], "/usr/bin/foo bar");
-		CHECK_STR(paths[1], "/lib/x86_64-linux-gnu/libc.so.6");
-		CHECK_STR(paths[2], long_path);
-		CHECK_STR(paths[3], "/opt/a  b/c ");
-		/* Strings point into m, as documented. */
-		CHECK(paths[0] == v[0].path);
+	/* First-mapping order, one per file (device and inode); no pseudo
+	 * or never-'x' files. Deleted files count (the process runs them):
+	 * libold.so's deleted inode 66 is executable, its successor 67 under
+	 * the same path is not. */
+	CHECK(proc_maps__exec_files(&m, &files, &n) == 0);
+	CHECK_U64(n, 7);
+	if (n == 7) {
+		CHECK_STR(files[0]->path, "/usr/bin/foo bar");
+		CHECK_STR(files[1]->path, "/tmp/lib x.so");
+		CHECK(files[1]->deleted);
+		CHECK_STR(files[2]->path, "/lib/x86_64-linux-gnu/libc.so.6");
+		CHECK_STR(files[3]->path, long_path);
+		CHECK_STR(files[4]->path, "/usr/lib/libold.so");
+		CHECK_U64(files[4]->inode, 66);
+		CHECK(files[4]->deleted);
+		CHECK_STR(files[5]->path, "/memfd:jit");
+		CHECK_STR(files[6]->path, "/opt/a  b/c ");
+		/* The first mapping of each, inside m, as documented. */
+		CHECK(files[0] == &v[0]);
 	}
-	free(paths);
+	free(files);
 cleanup:
 	proc_maps__free(&m);
 	CHECK(m.v == NULL && m.n == 0);
@@ -173,14 +181,14 @@ static void test_malformed(void)
 static void test_empty_and_missing(void)
 {
 	struct proc_maps m;
-	const char **paths = (const char **)1;
+	const struct proc_mapping **files = (const struct proc_mapping **)1;
 	size_t n = 1;
 
 	CHECK(!write_tmp(""));
 	CHECK(proc_maps__read_file(tmp_path, &m) == 0);
 	CHECK_U64(m.n, 0);
-	CHECK(proc_maps__exec_files(&m, &paths, &n) == 0);
-	CHECK(paths == NULL && n == 0);
+	CHECK(proc_maps__exec_files(&m, &files, &n) == 0);
+	CHECK(files == NULL && n == 0);
 	proc_maps__free(&m);
 	CHECK(proc_maps__read_file("/nonexistent/maps", &m) == -ENOENT);
 	CHECK(proc_maps__read(0, &m) == -EINVAL);
@@ -193,7 +201,7 @@ static void test_self(void)
 {
 	uintptr_t here = (uintptr_t)&test_self;
 	char exe[PATH_MAX];
-	const char **paths = NULL;
+	const struct proc_mapping **files = NULL;
 	struct proc_maps m;
 	bool found_code = false, found_exe = false;
 	ssize_t len;
@@ -213,11 +221,11 @@ static void test_self(void)
 		CHECK_STR(m.v[i].path, exe);
 	}
 	CHECK(found_code);
-	CHECK(proc_maps__exec_files(&m, &paths, &n) == 0);
+	CHECK(proc_maps__exec_files(&m, &files, &n) == 0);
 	for (i = 0; i < n; i++)
-		found_exe |= !strcmp(paths[i], exe);
+		found_exe |= !strcmp(files[i]->path, exe);
 	CHECK(found_exe);
-	free(paths);
+	free(files);
 	proc_maps__free(&m);
 }
 
