@@ -87,6 +87,11 @@ void privileges__explain_load_error(int err, const char *what)
 			       strerror(-err));
 		return;
 	}
+	if (err == -ENOSYS) {
+		sp_err("cannot load %s: this kernel has no bpf() system call (needs CONFIG_BPF_SYSCALL=y)",
+		       what);
+		return;
+	}
 	sp_err("cannot load %s: %s (see -v for libbpf's log)", what,
 	       strerror(-err));
 }

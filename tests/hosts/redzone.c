@@ -8,10 +8,17 @@
  * negative control, "naive" mode) it is overwritten and results go wrong.
  *
  *   redzone safe|naive CALLS      prints "wrong=K calls=N"
+ *   redzone phases CALLS P        one process, P rounds of CALLS safe calls:
+ *                                 prints "ready PID", then each round on
+ *                                 SIGUSR1, printing "wrong=K calls=N" (for a
+ *                                 tracer attached and detached in between)
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sp_probe.h>
 
 /* A query_begin/query_end site with a plain nop5 and no %rsp adjustment:
@@ -60,13 +67,40 @@ __attribute__((noinline)) unsigned long rz_expected(unsigned long x)
 	RZ_BODY((void)0, (void)0);
 }
 
+static int phases(unsigned long calls, int rounds)
+{
+	unsigned long i, wrong;
+	sigset_t set;
+	int r, sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	for (r = 0; r < rounds; r++) {
+		do
+			sig = sigwaitinfo(&set, NULL);
+		while (sig < 0 && errno == EINTR);
+		for (i = 0, wrong = 0; i < calls; i++)
+			if (rz_safe(i * 2654435761ul) != rz_expected(i * 2654435761ul))
+				wrong++;
+		printf("wrong=%lu calls=%lu\n", wrong, calls);
+		fflush(stdout);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long (*fn)(unsigned long);
 	unsigned long i, calls, wrong = 0;
 
+	if (argc == 4 && !strcmp(argv[1], "phases"))
+		return phases(strtoul(argv[2], NULL, 10), atoi(argv[3]));
+
 	if (argc != 3 || (strcmp(argv[1], "safe") && strcmp(argv[1], "naive"))) {
-		fprintf(stderr, "usage: redzone safe|naive CALLS\n");
+		fprintf(stderr, "usage: redzone safe|naive CALLS | phases CALLS ROUNDS\n");
 		return 2;
 	}
 	fn = strcmp(argv[1], "safe") ? rz_naive : rz_safe;
