@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 #include <sptrace/record_abi.h>
 #include "commands.h"
+#include "history_db.h"
 #include "log.h"
 #include "output.h"
 #include "query.skel.h"
@@ -28,6 +29,7 @@
 #include "session.h"
 #include "summary.h"
 #include "trace_format.h"
+#include "trace_summary.h"
 
 struct name_key {
 	uint64_t addr;
@@ -57,6 +59,8 @@ struct record_env {
 	const char *summary;
 	bool force;
 	char *only_arg;
+	const char *db;		/* --db: store the recorded run there */
+	const char *label;
 };
 
 static const char usage[] =
@@ -74,7 +78,10 @@ static const char usage[] =
 "      --only NAME[,NAME]   keep events of these names only\n"
 "      --ringbuf-size MB    kernel ring buffer (power of two, default 4)\n"
 "      --summary FILE       also write the live JSON summary of the run\n"
-"      --query SPEC, --query-file FILE, --func [LIB:]GLOB,\n"
+"      --db FILE            also store the recorded run (as sptrace summarize\n"
+"                           reads it) in this history database\n"
+"      --label LABEL        the stored run's label (with --db)\n"
+"      --query SPEC, --query-file FILE, --func [LIB:]GLOB, --follow,\n"
 "      --max-queries N, --max-threads N, -v, -h as for sptrace\n";
 
 static int parse_events(const char *arg, uint32_t *classes)
@@ -111,7 +118,8 @@ static int parse_events(const char *arg, uint32_t *classes)
 	return err;
 }
 
-enum { OPT_FORCE = 256, OPT_ONLY, OPT_RINGBUF, OPT_SUMMARY };
+enum { OPT_FORCE = 256, OPT_ONLY, OPT_RINGBUF, OPT_SUMMARY, OPT_DB = 0x2101,
+       OPT_LABEL };
 
 static int parse_args(int argc, char **argv, struct record_env *env)
 {
@@ -124,6 +132,8 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		{ "only", required_argument, NULL, OPT_ONLY },
 		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 		{ "summary", required_argument, NULL, OPT_SUMMARY },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "label", required_argument, NULL, OPT_LABEL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -166,6 +176,12 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		case OPT_SUMMARY:
 			env->summary = optarg;
 			break;
+		case OPT_DB:
+			env->db = optarg;
+			break;
+		case OPT_LABEL:
+			env->label = optarg;
+			break;
 		case 'v':
 			sp_verbose = true;
 			break;
@@ -185,6 +201,10 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 	}
 	if (env->summary && !strcmp(env->summary, env->output)) {
 		sp_err("record: --summary and -o name the same file");
+		return -EINVAL;
+	}
+	if (env->label && !env->db) {
+		sp_err("--label names a run stored with --db FILE (give --db)");
 		return -EINVAL;
 	}
 	return session_opts__check(&env->so);
@@ -388,11 +408,32 @@ static int write_live_summary(struct recorder *rec, const char *path)
 	return err;
 }
 
+/* The run as the trace file holds it (--only, lost events and all): the
+ * same summary `sptrace summarize` and `sptrace import` make of it. */
+static int store_recorded(struct history_db *db, const struct record_env *env,
+			  const struct session *ss, const struct trace_header *h)
+{
+	struct summary s;
+	int err;
+
+	summary__init(&s);
+	err = trace_summary__read(env->output, &s);
+	if (!err) {
+		summary__finish(&s);
+		err = store_run(db, env->label, "record", ss,
+				(int64_t)(h->start_realtime_ns / 1000000000ull),
+				&s, NULL);
+	}
+	summary__free(&s);
+	return err;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_env env = { 0 };
 	struct recorder rec = { 0 };
 	struct session_provider p;
+	struct history_db *db = NULL;
 	struct trace_header h;
 	char cmdline[4096];
 	uint64_t lost = 0;
@@ -401,7 +442,9 @@ int cmd_record(int argc, char **argv)
 	if (parse_args(argc, argv, &env) ||
 	    output__precheck(env.output, env.force) ||
 	    output__precheck(env.summary, env.force) ||
+	    (env.db && history_db__open(env.db, true, &db)) ||
 	    (env.only_arg && !(rec.only = split_names(env.only_arg)))) {
+		history_db__close(db);
 		session_opts__free(&env.so);
 		return 1;
 	}
@@ -409,6 +452,7 @@ int cmd_record(int argc, char **argv)
 	err = trace_writer__open(env.output, env.force, &h, &rec.w);
 	if (err) {
 		sp_err("%s: cannot create: %s", env.output, strerror(-err));
+		history_db__close(db);
 		free(rec.only);
 		session_opts__free(&env.so);
 		return 1;
@@ -449,6 +493,9 @@ int cmd_record(int argc, char **argv)
 	if (!err && rec.filtered)
 		sp_info("%llu events left out by --only",
 			(unsigned long long)rec.filtered);
+	if (!err && db && store_recorded(db, &env, &rec.ss, &h))
+		err = -EIO;
+	history_db__close(db);
 	ring_buffer__free(rec.rb);
 	session__destroy(&rec.ss);
 	status = session__exit_status(&rec.ss, err);

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "commands.h"
+#include "history_db.h"
+#include "interval.h"
 #include "log.h"
 #include "mem_provider.h"
 #include "output.h"
@@ -26,6 +29,10 @@ struct trace_env {
 	enum summary_sort sort;
 	bool per_pid;
 	bool mem;		/* --mem: the memory report too */
+	double interval;	/* --interval: a report every this many s */
+	bool cumulative;	/* --cumulative: totals, not deltas */
+	const char *db;		/* --db: store the run in this database */
+	const char *label;
 };
 
 static const char usage[] =
@@ -48,8 +55,14 @@ static const char usage[] =
 "      --hist               print each query's latency histogram\n"
 "      --percent-above P    hide rows with at most P%% of the self time\n"
 "      --per-pid            one row per query and process\n"
+"      --interval SECONDS   a report every SECONDS (table, or one JSON line\n"
+"                           with -f json), per interval (docs/fleet.md)\n"
+"      --cumulative         with --interval: totals since the start\n"
 "      --mem                also the memory report of `sptrace mem` (table\n"
 "                           or JSON; docs/memory.md)\n"
+"      --db FILE            also store the run in this history database\n"
+"                           (created if missing; docs/database.md)\n"
+"      --label LABEL        the stored run's label (with --db)\n"
 "      --func [LIB:]GLOB    also time the functions matching GLOB (entry and\n"
 "                           return probes): in the executable, or in the\n"
 "                           mapped library LIB (e.g. libc:malloc); repeatable\n"
@@ -59,6 +72,8 @@ static const char usage[] =
 "                           PROV:BEGIN,PROV:END,name=argN|NAME[,kind=blocked|incr]\n"
 "                           or PROV:PROBE,name=argN|NAME,kind=cache; repeatable\n"
 "      --query-file FILE    the specs of FILE, one a line (examples/specs/)\n"
+"      --follow             with -- CMD: also the processes it starts, and\n"
+"                           theirs (docs/follow.md)\n"
 "      --max-queries N      distinct (process, query) rows kept in the\n"
 "                           kernel (default %u)\n"
 "      --max-threads N      threads with open queries (default %u)\n"
@@ -75,6 +90,10 @@ static void print_usage(FILE *f)
 enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE, OPT_PER_PID };
 
 #define OPT_MEM 0x2001
+#define OPT_INTERVAL 0x2201
+#define OPT_CUMULATIVE 0x2202
+#define OPT_DB 0x2101
+#define OPT_LABEL 0x2102
 
 static int parse_args(int argc, char **argv, struct trace_env *env)
 {
@@ -89,6 +108,10 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
 		{ "per-pid", no_argument, NULL, OPT_PER_PID },
 		{ "mem", no_argument, NULL, OPT_MEM },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "cumulative", no_argument, NULL, OPT_CUMULATIVE },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "label", required_argument, NULL, OPT_LABEL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -133,6 +156,22 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		case OPT_MEM:
 			env->mem = true;
 			break;
+		case OPT_INTERVAL:
+			if (parse_double(optarg, 0.05, 86400, &env->interval)) {
+				sp_err("invalid --interval '%s' (expected seconds, 0.05..86400)",
+				       optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_CUMULATIVE:
+			env->cumulative = true;
+			break;
+		case OPT_DB:
+			env->db = optarg;
+			break;
+		case OPT_LABEL:
+			env->label = optarg;
+			break;
 		case OPT_PERCENT_ABOVE:
 			if (parse_double(optarg, 0, 100,
 					 &env->ropts.percent_above)) {
@@ -158,6 +197,19 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		sp_err("--mem: a CSV file holds one table (use -f json, or sptrace mem -f csv)");
 		return -EINVAL;
 	}
+	if (env->interval && (env->mem || env->ropts.format == REPORT_CSV ||
+			      env->db)) {
+		sp_err("--interval: reports are tables or JSON lines (not with -f csv, --mem or --db)");
+		return -EINVAL;
+	}
+	if (env->cumulative && !env->interval) {
+		sp_err("--cumulative goes with --interval SECONDS");
+		return -EINVAL;
+	}
+	if (env->label && !env->db) {
+		sp_err("--label names a run stored with --db FILE (give --db)");
+		return -EINVAL;
+	}
 	return session_opts__check(&env->so);
 }
 
@@ -180,6 +232,27 @@ int write_summary(const char *path, bool force, const struct summary *s,
 	return err;
 }
 
+int store_run(struct history_db *h, const char *label, const char *source,
+	      const struct session *ss, int64_t started_at,
+	      const struct summary *s, const struct mem_report *mr)
+{
+	struct history_run meta = { .started_at = started_at };
+	const struct session_opts *o = ss->o;
+	int pid = ss->launched ? (int)ss->launch.pid : 0;
+	int err;
+
+	meta.duration_ns = s->duration_ns;
+	err = history_run__describe(&meta, o->cmd, ss->launched ? &pid : o->pids,
+				    ss->launched ? 1 : o->npids, o->binaries,
+				    o->nbinaries);
+	if (!err)
+		err = history_run__fill(&meta, label, source);
+	if (!err)
+		err = history_db__store(h, &meta, s, mr, NULL);
+	history_run__free(&meta);
+	return err;
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct trace_env env = { .sort = SORT_SELF };
@@ -188,12 +261,17 @@ int cmd_trace(int argc, char **argv)
 	struct mem_opts mem_o = {};
 	struct mem_provider mp;
 	struct mem_report mr;
+	struct history_db *db = NULL;
 	struct session ss;
 	struct summary s;
+	int64_t started;
 	int err, status;
 
+	/* The database opens (and is created) before the trace: a bad path
+	 * fails now, not after the data is collected. */
 	if (parse_args(argc, argv, &env) ||
-	    output__precheck(env.output, env.force)) {
+	    output__precheck(env.output, env.force) ||
+	    (env.db && history_db__open(env.db, true, &db))) {
 		session_opts__free(&env.so);
 		return 1;
 	}
@@ -209,24 +287,37 @@ int cmd_trace(int argc, char **argv)
 	}
 	if (!err)
 		err = session__start(&ss);
-	if (!err)
+	started = (int64_t)time(NULL);
+	if (!err && env.interval)
+		err = interval__run(&ss, &qp, &(struct interval_opts){
+			.seconds = env.interval, .cumulative = env.cumulative,
+			.per_pid = env.per_pid, .sort = env.sort,
+			.ropts = &env.ropts, .output = env.output,
+			.force = env.force });
+	else if (!err)
 		err = session__run(&ss, -1, NULL, NULL);
 	if (!err && (ss.launched || env.so.nbinaries))
 		err = query_provider__check(&qp, env.so.cmd ? env.so.cmd[0]
 						       : env.so.binaries[0]);
-	if (!err)
+	if (!err && !env.interval)	/* else written at every tick */
 		err = query_provider__read(&qp, &ss, &s);
 	if (!err && env.mem)
 		err = mem_provider__read(&mp, &ss, &mr);
 	if (!err && env.so.cmd && !ss.sites && !s.nrows)
 		sp_warn("'%s' has no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
 			env.so.cmd[0]);
-	if (!err) {
+	if (!err && !env.interval) {
 		summary__finish(&s);
 		summary__sort(&s, env.sort);
 		err = env.mem ? write_mem(env.output, env.force, &s, &env.ropts, &mr)
 			      : write_summary(env.output, env.force, &s, &env.ropts);
+		/* Stored even if the report could not be written: the data
+		 * is kept wherever it can be. */
+		if (db && store_run(db, env.label, "live", &ss, started, &s,
+				    env.mem ? &mr : NULL) && !err)
+			err = -EIO;
 	}
+	history_db__close(db);
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);
 	summary__free(&s);

@@ -27,9 +27,13 @@ static const struct command commands[] = {
 	{ "summarize", cmd_summarize, "print the per-query table of a trace file" },
 	{ "diff", cmd_diff, "compare two runs (trace files or JSON summaries) per query" },
 	{ "export", cmd_export, "write a trace file as Chrome trace JSON, folded stacks or CSV" },
+	{ "import", cmd_import, "store trace files or JSON summaries as runs in a history database" },
+	{ "history", cmd_history, "list the runs of a history database, or one query across them" },
+	{ "report", cmd_report, "write a run (optionally against a base run) as one self-contained HTML file" },
 	{ "list", cmd_list, "list the USDT probes of a process or a file" },
 	{ "mem", cmd_mem, "memory: typed allocations and the libc heap, per type, site, thread, over time" },
 	{ "latency", cmd_latency, "time from one event to another with the same key, as a histogram" },
+	{ "serve", cmd_serve, "keep tracing and serve the figures to Prometheus at /metrics" },
 	{ "help", cmd_help, "this list" },
 };
 

@@ -11,6 +11,7 @@
  * once the gate is open, so its first probe is seen.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -117,6 +118,9 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	case 0x1006:
 		return query_spec__read_file(arg, &o->qspecs, &o->nqspecs) ?
 			       -EINVAL : 1;
+	case 0x1007:
+		o->follow = true;
+		return 1;
 	case 0x1001:
 	case 0x1002:
 		if (parse_long(arg, 16, 1 << 24, &v)) {
@@ -155,6 +159,10 @@ int session_opts__check(const struct session_opts *o)
 		sp_err("give one of -p PID, -b PATH and -- CMD");
 		return -EINVAL;
 	}
+	if (o->follow && !o->cmd) {
+		sp_err("--follow follows the processes a command starts (use: sptrace --follow -- CMD)");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -174,6 +182,33 @@ static char *comm_of(pid_t pid, char *buf, size_t len)
 	if (!buf[0])
 		snprintf(buf, len, "?");
 	return buf;
+}
+
+/*
+ * Which program image a process runs, to notice an exec: a hash of its
+ * auxiliary vector, which the kernel builds anew at each exec (the
+ * addresses of AT_RANDOM's bytes, of the vDSO and of the entry point are
+ * randomized per exec). 0 when unreadable (the process is gone). With ASLR
+ * off, a program that execs its own file again is not noticed.
+ */
+static uint64_t exec_id(pid_t pid)
+{
+	unsigned char buf[1024];
+	uint64_t h = 14695981039346656037ull;	/* FNV-1a */
+	char path[64];
+	ssize_t n, i;
+	int fd;
+
+	/* Every 50 ms: no stdio, so nothing is allocated per tick. */
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	for (i = 0; i < n; i++)
+		h = (h ^ buf[i]) * 1099511628211ull;
+	return n > 0 ? h : 0;
 }
 
 static int check_pids_exist(const struct session_opts *o)
@@ -228,6 +263,76 @@ static void arm_all(struct session *ss, bool on)
 		ss->providers[i].arm(ss->providers[i].ctx, on);
 }
 
+/*
+ * -p: the pidfd is opened before anything is read from /proc/PID, so that
+ * what is read and attached is known to be the process the pidfd holds
+ * while it stays alive (target_alive() after attaching). A process younger
+ * than sptrace's own process is not the one the user named: its PID was
+ * reused. Unless it is our child: a shell that started it, then exec'd
+ * sptrace (`prog & exec sptrace -p $!`), gave sptrace its older start.
+ */
+static int pin_target(struct session *ss, int i)
+{
+	pid_t pid = ss->o->pids[i];
+	uint64_t t, self;
+	int ppid, ours;
+
+	ss->pidfds[i] = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (ss->pidfds[i] < 0 && errno == ESRCH) {
+		sp_err("pid %d: exited before it could be attached", (int)pid);
+		return -ESRCH;
+	}
+	if (!proc_pid__start_time(pid, &t, &ppid) &&
+	    !proc_pid__start_time((int)getpid(), &self, &ours) && t > self &&
+	    ppid != (int)getpid()) {
+		sp_err("pid %d: started after sptrace did: the process named exited and its PID was reused (check the PID)",
+		       (int)pid);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* Still the process pinned (without pidfds: still some process). */
+static bool target_alive(struct session *ss, int i)
+{
+	struct pollfd pfd = { .fd = ss->pidfds[i], .events = POLLIN };
+
+	if (ss->pidfds[i] < 0)
+		return !kill(ss->o->pids[i], 0) || errno != ESRCH;
+	return poll(&pfd, 1, 0) == 0;
+}
+
+/* -p: a target that exec'd another program is still traced, but only at
+ * the sites of files sptrace had attached (the uprobes are on files and
+ * belong to the process, not to its old image) and at those attached when
+ * the new program's loader announces its files (as for a dlopen): its
+ * first events may be missed. Say so, once per target. */
+static void check_execs(struct session *ss)
+{
+	const struct session_opts *o = ss->o;
+	char exe[PATH_MAX], path[64];
+	uint64_t id;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < o->npids; i++) {
+		if (!ss->alive[i] || !ss->exec_ids[i])
+			continue;
+		id = exec_id(o->pids[i]);
+		/* Read, then check the target is still alive: a PID is not
+		 * reused before its process is gone, so what was read was
+		 * the target's, not a newcomer's under the same PID. */
+		if (!id || id == ss->exec_ids[i] || !target_alive(ss, i))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)o->pids[i]);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
+		sp_warn("pid %d: executed %s while traced: the report has its events before the exec; after it, only those at probe sites already attached or attached later",
+			(int)o->pids[i], n > 0 ? exe : "another program");
+		ss->exec_ids[i] = 0;	/* said once */
+	}
+}
+
 static int attach_pids(struct session *ss)
 {
 	const struct session_opts *o = ss->o;
@@ -240,7 +345,12 @@ static int attach_pids(struct session *ss)
 	for (i = 0; i < o->npids; i++) {
 		pid_t pid = o->pids[i];
 
+		n = pin_target(ss, i);
+		if (n)
+			return n;
 		n = attach_all(ss, pid, NULL);
+		if (n >= 0 && !target_alive(ss, i))
+			n = -ESRCH;	/* what was read may be another's */
 		if (n == -ESRCH || n == -ENOENT) {
 			sp_err("pid %d: exited before it could be attached",
 			       (int)pid);
@@ -263,8 +373,8 @@ static int attach_pids(struct session *ss)
 		if (ss->dlw.skel && dl_watch__attach(&ss->dlw, pid, NULL))
 			sp_info("pid %d: no dynamic loader to watch; libraries it loads later are not attached",
 				(int)pid);
-		ss->pidfds[i] = (int)syscall(SYS_pidfd_open, pid, 0);
 		ss->alive[i] = true;
+		ss->exec_ids[i] = exec_id(pid);
 		sp_info("pid %d (%s): %d probe sites attached", (int)pid,
 			comm_of(pid, comm, sizeof(comm)), n);
 	}
@@ -306,6 +416,35 @@ static int attach_binaries(struct session *ss)
 	return 0;
 }
 
+/*
+ * -b PATH replaced on disk (a new file renamed over it, as installers do):
+ * processes started from now on run the new file, so its sites are
+ * attached too; the old file stays attached for those still running it.
+ */
+static void check_replaced(struct session *ss)
+{
+	const struct session_opts *o = ss->o;
+	struct stat st;
+	int i, n;
+
+	for (i = 0; i < o->nbinaries; i++) {
+		const char *path = o->binaries[i];
+
+		if (stat(path, &st) || (st.st_dev == ss->bin_ids[i].dev &&
+					st.st_ino == ss->bin_ids[i].ino))
+			continue;
+		ss->bin_ids[i].dev = st.st_dev;
+		ss->bin_ids[i].ino = st.st_ino;
+		n = attach_all(ss, -1, path);
+		if (n < 0)
+			sp_warn("%s: replaced on disk while traced; the new file cannot be attached (%s): processes started from it are not traced",
+				path, strerror(-n));
+		else
+			sp_warn("%s: replaced on disk while traced; the new file's %d probe sites are attached now (its processes started before this were not seen)",
+				path, n);
+	}
+}
+
 /* Snapshots the address spaces of processes mapping a -b file, at most
  * every 200 ms, so their query names can be read even after they exit. */
 static void scan_binaries(struct session *ss)
@@ -318,6 +457,8 @@ static void scan_binaries(struct session *ss)
 	if (!o->nbinaries || now < ss->next_scan_ns)
 		return;
 	ss->next_scan_ns = now + 200000000ull;
+	if (!ss->stop_ns)
+		check_replaced(ss);	/* not once detached */
 	d = opendir("/proc");
 	if (!d)
 		return;
@@ -354,18 +495,84 @@ static int start_command(struct session *ss)
 	if (err)
 		return err;
 	ss->launched = true;
+	if (ss->o->follow) {
+		err = follow__add(&ss->fol, ss->launch.pid);
+		if (err) {
+			sp_err("--follow: cannot follow pid %d: %s",
+			       (int)ss->launch.pid, strerror(-err));
+			return err;
+		}
+	}
 	/* The executable's own probes, by file offset, before it exists as a
 	 * mapping; its libraries are attached when ld.so stops it. */
 	err = attach_all(ss, ss->launch.pid, ss->launch.path);
 	if (err < 0)
 		return err;
-	err = dl_watch__open(&ss->dlw, true);
+	err = ss->o->follow ?
+		dl_watch__open_follow(&ss->dlw, follow__followed_fd(&ss->fol),
+				      follow__events_fd(&ss->fol),
+				      follow__errors_fd(&ss->fol)) :
+		dl_watch__open(&ss->dlw, true);
 	if (!err)
 		err = dl_watch__attach(&ss->dlw, ss->launch.pid,
 				       ss->launch.path);
 	if (err)
 		sp_warn("cannot watch the dynamic loader of '%s' (%s): probes of its libraries are not attached",
 			ss->launch.path, strerror(-err));
+	return 0;
+}
+
+/*
+ * --follow: a followed process exec'd (a new image, perhaps its own loader)
+ * or its loader mapped libraries; it is stopped until this returns. A fork
+ * needs nothing attached (the child runs its parent's files, whose links
+ * serve every process): its names are read through its parent's snapshot.
+ */
+static void follow_event(void *ctx, const struct sp_follow_event *e)
+{
+	struct session *ss = ctx;
+	pid_t pid = (pid_t)e->tgid;
+	int n;
+
+	if (e->kind != SP_FOLLOW_FORK) {
+		n = attach_all(ss, pid, NULL);
+		if (n < 0 && n != -ESRCH && n != -ENOENT)
+			sp_warn("pid %d: cannot attach what it maps: %s; its probes there are not counted",
+				(int)pid, strerror(-n));
+		if (e->kind == SP_FOLLOW_EXEC && ss->dlw.skel) {
+			n = dl_watch__attach(&ss->dlw, pid, NULL);
+			if (n && n != -ESRCH)
+				sp_info("pid %d: no dynamic loader to watch (static?): only its executable is attached",
+					(int)pid);
+		}
+		if (e->kind == SP_FOLLOW_EXEC)	/* its parent's image is gone */
+			addr_spaces__fork(&ss->spaces, 0, pid);
+		addr_spaces__snapshot(&ss->spaces, pid);
+	} else {
+		/* Its parent's files, not open again for each child. */
+		addr_spaces__fork(&ss->spaces, (pid_t)e->parent, pid);
+	}
+}
+
+static int start_follow(struct session *ss)
+{
+	int i, err;
+
+	err = follow__open(&ss->fol, follow_event, ss);
+	if (err)
+		return err;
+	for (i = 0; i < ss->nproviders; i++) {
+		struct session_provider *p = &ss->providers[i];
+
+		if (!p->follow) {
+			sp_err("--follow: not supported with the %s report (drop one of them)",
+			       p->name);
+			return -EOPNOTSUPP;
+		}
+		err = p->follow(p->ctx, follow__followed_fd(&ss->fol));
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
@@ -415,7 +622,9 @@ int session__start(struct session *ss)
 		sp_err("cannot set up signal handling: %s", strerror(-err));
 		return err;
 	}
-	err = load_all(ss);
+	err = o->follow ? start_follow(ss) : 0;
+	if (!err)
+		err = load_all(ss);
 	if (err)
 		return err;
 	err = o->cmd ? start_command(ss) :
@@ -465,7 +674,8 @@ static void reap_child(struct session *ss, bool *stop)
 		}
 		ss->child_status = exit_status(status);
 		ss->child_exited = true;
-		*stop = true;
+		/* --follow: the session ends with the last descendant. */
+		*stop = !ss->o->follow;
 		return;
 	}
 }
@@ -494,7 +704,8 @@ static void attach_late_libraries(struct session *ss)
 	int i, n;
 
 	for (i = 0; i < o->npids; i++) {
-		if (!ss->alive[i])
+		/* Exited since the last tick: its PID may be another's now. */
+		if (!ss->alive[i] || !target_alive(ss, i))
 			continue;
 		n = attach_all(ss, o->pids[i], NULL);
 		if (n > 0) {
@@ -511,18 +722,27 @@ static void attach_late_libraries(struct session *ss)
 static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 {
 	const struct session_opts *o = ss->o;
-	struct pollfd pfd[SESSION_MAX_PIDS + 2];
+	struct pollfd pfd[SESSION_MAX_PIDS + 3];
 	bool stop = false;
 	int i, n, nfixed, err;
 
 	while (!stop) {
 		/* Ticks for the callback and for the loader watch of -p. */
-		int timeout = fn || ss->dlw.nlinks || o->nbinaries ? 50 : -1;
+		int timeout = fn || ss->dlw.nlinks || o->nbinaries ||
+					      o->npids ? 50 : -1;
 		int live = 0;
 
 		pfd[0] = (struct pollfd){ .fd = ss->sfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = fd, .events = POLLIN };
-		nfixed = n = 2;
+		pfd[2] = (struct pollfd){ .fd = o->follow ?
+						follow__poll_fd(&ss->fol) : -1,
+					  .events = POLLIN };
+		nfixed = n = 3;
+		if (o->follow) {
+			if (ss->child_exited && !follow__live(&ss->fol))
+				break;	/* the command and its descendants */
+			timeout = 50;	/* to see them end */
+		}
 		for (i = 0; i < o->npids; i++) {
 			if (!ss->alive[i])
 				continue;
@@ -548,6 +768,9 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 		}
 		if (pfd[0].revents & POLLIN)
 			read_signals(ss, &stop);
+		if (o->follow)
+			follow__consume(&ss->fol);
+		check_execs(ss);
 		if (!ss->launched && dl_watch__changed(&ss->dlw))
 			attach_late_libraries(ss);
 		scan_binaries(ss);
@@ -574,6 +797,7 @@ int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 	int err, i;
 
 	err = wait_loop(ss, fd, fn, ctx);
+	check_execs(ss);
 	/* Disarm, then detach: links go one by one, and an END still attached
 	 * after its BEGIN is gone would count as unbalanced. */
 	arm_all(ss, false);
@@ -634,6 +858,11 @@ void session__destroy(struct session *ss)
 		launch__destroy(&ss->launch);
 	}
 	dl_watch__destroy(&ss->dlw);
+	/* After the loader watch, which reports into its ring buffer. */
+	if (ss->fol.skel) {
+		follow__report(&ss->fol);
+		follow__destroy(&ss->fol);
+	}
 	for (i = 0; i < ss->nproviders; i++)
 		ss->providers[i].destroy(ss->providers[i].ctx);
 	ss->nproviders = 0;

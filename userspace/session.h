@@ -13,6 +13,7 @@
 #include "addr_space.h"
 #include "attach.h"
 #include "dl_watch.h"
+#include "follow.h"
 #include "launch.h"
 #include "query_spec.h"
 
@@ -24,6 +25,7 @@ struct session_opts {
 	pid_t pids[SESSION_MAX_PIDS];
 	int npids;
 	char **cmd;			/* launch mode */
+	bool follow;			/* --follow: CMD's descendants too */
 	const char *binaries[SESSION_MAX_PIDS];	/* -b: every process of */
 	int nbinaries;
 	const char *funcs[SESSION_MAX_FUNCS];	/* --func [LIB:]GLOB */
@@ -68,6 +70,10 @@ struct session_provider {
 	void (*detach)(void *ctx);
 	/* Frees everything. */
 	void (*destroy)(void *ctx);
+	/* --follow, before load: count only the processes whose tgid is in
+	 * the map `followed_fd` (follow_abi.h), and attach for every process.
+	 * NULL: the provider cannot follow. */
+	int (*follow)(void *ctx, int followed_fd);
 };
 
 #define SESSION_MAX_PROVIDERS 4
@@ -80,10 +86,12 @@ struct session {
 	struct launch launch;
 	bool launched;
 	struct dl_watch dlw;		/* libraries mapped after attaching */
+	struct follow fol;		/* --follow */
 	size_t sites;			/* probe sites attached, all providers */
 	int sfd;			/* signalfd: INT, TERM, CHLD */
 	int pidfds[SESSION_MAX_PIDS];
 	bool alive[SESSION_MAX_PIDS];
+	uint64_t exec_ids[SESSION_MAX_PIDS];	/* -p: to see an exec */
 	int child_status;
 	bool child_exited;
 	/* -b: the files traced, to find their processes for names. */
@@ -105,10 +113,12 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 	{ "max-threads", required_argument, NULL, 0x1002 },                    \
 	{ "func", required_argument, NULL, 0x1003 },                           \
 	{ "func-unsafe", no_argument, NULL, 0x1004 }
-/* Third-party USDT specs: only for commands with the query provider. */
+/* Third-party USDT specs and --follow: only for commands with the query
+ * provider. */
 #define SESSION_QUERY_OPTS                                                     \
 	{ "query", required_argument, NULL, 0x1005 },                          \
-	{ "query-file", required_argument, NULL, 0x1006 }
+	{ "query-file", required_argument, NULL, 0x1006 },                     \
+	{ "follow", no_argument, NULL, 0x1007 }
 /* Frees what parsing allocated (the --query specs). */
 void session_opts__free(struct session_opts *o);
 /* Cross-option checks; reports and returns -EINVAL. */
