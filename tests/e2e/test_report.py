@@ -458,6 +458,26 @@ return Array.prototype.map.call(
     eq(b.js("return [document.querySelectorAll('#memory polyline').length > 0,"
             " document.getElementById('rows').rows.length]"), [True, 0],
        "report --mem alone: chart and an empty table")
+    # The same timeline stored by `mem --db` and drawn by `report --db`: the
+    # chart has one point per row of the database's mem_timeline table.
+    db = tmp(".db")
+    p = run([SPTRACE, "mem", "--interval", "2", "--no-stacks", "--db", db,
+             "-o", tmp(".txt"), "--", MEM_LIBC, "loop", "300000"])
+    eq(p.returncode, 0, "mem --db: exit 0 (%s)" % p.stderr.strip()[:200])
+    q = run(["sqlite3", db, "SELECT count(*) FROM mem_timeline"])
+    npoints = int(q.stdout.strip() or 0)
+    check(npoints >= 2, "mem --db stored a timeline (%d points)" % npoints)
+    page = report(["--db", db, "latest"], "report --db of a mem run")
+    b.get("file://" + page)
+    got = b.js("""
+return Array.prototype.map.call(
+  document.querySelectorAll('#memory svg polyline'), function (l) {
+    return [l.getAttribute('class'), l.points.numberOfItems];
+  });""")
+    check(any(k == "s-rss" for k, _ in got) and
+          all(n == npoints for _, n in got),
+          "report --db: the stored timeline as a chart, a point per stored "
+          "point (%r, %d points)" % (got, npoints))
     p = run([SPTRACE, "report", "-o", tmp(".html"), rj, "--mem", rj])
     check(p.returncode == 1 and "no memory timeline" in p.stderr,
           "report --mem of a file without a timeline: error (%s)" %
