@@ -20,6 +20,8 @@
 #include <bpf/bpf_helpers.h>
 #include <sptrace/dl_watch_abi.h>
 #include <sptrace/follow_abi.h>
+/* Follow mode: follow.bpf.c's maps (sized down when unused). */
+#include "follow_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -35,26 +37,6 @@ struct {
 	__type(value, __u32);
 } dl_events SEC(".maps");
 
-/* Follow mode: follow.bpf.c's maps (sized down when unused). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_FOLLOW_MAX);
-	__type(key, __u32);
-	__type(value, struct sp_followed);
-} followed SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, SP_FOLLOW_RINGBUF);
-} follow_events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SP_FOLLOW_ERR__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} follow_errors SEC(".maps");
 
 static __always_inline int follow_stop(void)
 {

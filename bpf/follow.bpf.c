@@ -35,6 +35,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include <sptrace/follow_abi.h>
+#include "follow_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -53,26 +54,6 @@ struct task_struct {
 	int tgid;
 	struct signal_struct *signal;
 } __attribute__((preserve_access_index));
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_FOLLOW_MAX);
-	__type(key, __u32);
-	__type(value, struct sp_followed);
-} followed SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, SP_FOLLOW_RINGBUF);
-} follow_events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SP_FOLLOW_ERR__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} follow_errors SEC(".maps");
 
 /* Processes in `followed`; userspace adds the command's. */
 __s64 live;

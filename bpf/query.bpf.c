@@ -25,6 +25,10 @@
 #include <sptrace/record_abi.h>
 #include <sptrace/follow_abi.h>
 #include "sp_regs.bpf.h"
+/* --follow: the processes that count, kept by follow.bpf.c (this map is
+ * its map; sized down when unused). Links then serve every process. */
+#define SP_FOLLOW_FILTER_ONLY
+#include "follow_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -106,16 +110,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } spec_unreadable SEC(".maps");
-
-/* --follow: the processes that count, kept by follow.bpf.c (this map is
- * its map; sized down when unused). Links then serve every process. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_FOLLOW_MAX);
-	__type(key, __u32);
-	__type(value, struct sp_followed);
-} followed SEC(".maps");
 
 /* Zeroed templates for map values too large for the 512-byte BPF stack. */
 struct {
