@@ -14,7 +14,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 #include "fleet.h"
 #include "log.h"
+#include "proc_maps.h"
 #include "query_maps.h"
 #include "query_provider.h"
 #include "session.h"
@@ -58,31 +58,16 @@ void fleet__free(struct fleet *f)
 	memset(f, 0, sizeof(*f));
 }
 
-/* starttime (field 22) of /proc/PID/stat; 0 if the process is gone. */
+/* The process's start time in clock ticks, 0 when it is gone: with the
+ * pid, it tells a process from a later one that reuses the pid. */
 static uint64_t proc_start(uint32_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd, i;
+	uint64_t t;
+	int ppid;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_pid__start_time((int)pid, &t, &ppid))
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* comm may hold spaces and parentheses: fields start after the
-	 * last ')'; starttime is the 20th of them. */
-	p = strrchr(buf, ')');
-	for (i = 0; p && i < 20; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &v) != 1)
-		return 0;
-	return v ? v : 1;
+	return t ? t : 1;
 }
 
 static int proc_cmp(const void *a, const void *b)
