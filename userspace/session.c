@@ -710,10 +710,10 @@ static void attach_late_libraries(struct session *ss)
 		n = attach_all(ss, o->pids[i], NULL);
 		if (n > 0) {
 			addr_spaces__snapshot(&ss->spaces, o->pids[i]);
-			sp_warn("pid %d: %d probe sites of a library it loaded while traced attached now; its events before this were not seen (sptrace -v names it)",
+			sp_warn("pid %d: %d probe sites in files it mapped while traced (a library it loaded, or the program it exec'd) attached now; its events before this were not seen (sptrace -v names them)",
 				(int)o->pids[i], n);
 		} else if (n < 0 && n != -ESRCH && n != -ENOENT) {
-			sp_warn("pid %d: cannot attach a library it loaded while traced: %s",
+			sp_warn("pid %d: cannot attach the files it mapped while traced: %s",
 				(int)o->pids[i], strerror(-n));
 		}
 	}

@@ -40,5 +40,5 @@ with open(out) as f:
     r = rows(json.load(f))
 os.unlink(out)
 eq(r.get("plugin_query", {}).get("count"), 50, "pid: the late library's queries counted")
-check("loaded while traced" in err, "pid: warning about the late library (%r)" % err.strip())
+check("a library it loaded" in err and "attached now" in err, "pid: warning about the late library (%r)" % err.strip())
 finish()

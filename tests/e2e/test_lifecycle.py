@@ -169,7 +169,7 @@ def exec_case(new_argv, what, attached_later):
           "%s: the new program runs" % what)
     # sptrace looks every 50 ms: let the new program work only once it
     # has said what it saw.
-    for want in ["executed"] + (["probe sites of a library"]
+    for want in ["executed"] + (["probe sites in files it mapped"]
                                 if attached_later else []):
         line, seen = wait_for(t.p.stderr, want)
         t.head += seen
