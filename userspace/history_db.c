@@ -183,40 +183,48 @@ static int prepare(struct history_db *h, const char *sql, sqlite3_stmt **st)
 	return rc == SQLITE_OK ? 0 : db_fail(h, "cannot prepare a statement", rc);
 }
 
-static int user_version(struct history_db *h, int *v)
+/* The first column of the first row of a one-value query (`sql`), in *v;
+ * `what` names it in the error line. */
+static int query_int64(struct history_db *h, const char *sql,
+		       const char *what, int64_t *v)
 {
 	sqlite3_stmt *st;
 	int rc, err;
 
-	err = prepare(h, "PRAGMA user_version", &st);
+	err = prepare(h, sql, &st);
 	if (err)
 		return err;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		*v = sqlite3_column_int(st, 0);
+		*v = sqlite3_column_int64(st, 0);
 		rc = SQLITE_OK;
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_OK ? 0 : db_fail(h, "cannot read the schema version", rc);
+	return rc == SQLITE_OK ? 0 : db_fail(h, what, rc);
+}
+
+static int user_version(struct history_db *h, int *v)
+{
+	int64_t n = 0;
+	int err;
+
+	err = query_int64(h, "PRAGMA user_version",
+			  "cannot read the schema version", &n);
+	*v = (int)n;
+	return err;
 }
 
 /* Whether the file holds any table (a version-0 file may be someone
  * else's SQLite database: never add our tables to it unasked). */
 static int has_tables(struct history_db *h, bool *yes)
 {
-	sqlite3_stmt *st;
-	int rc, err;
+	int64_t n = 0;
+	int err;
 
-	err = prepare(h, "SELECT count(*) FROM sqlite_schema", &st);
-	if (err)
-		return err;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*yes = sqlite3_column_int64(st, 0) > 0;
-		rc = SQLITE_OK;
-	}
-	sqlite3_finalize(st);
-	return rc == SQLITE_OK ? 0 : db_fail(h, "cannot read the schema", rc);
+	err = query_int64(h, "SELECT count(*) FROM sqlite_schema",
+			  "cannot read the schema", &n);
+	*yes = n > 0;
+	return err;
 }
 
 /* Whether this build may use the file: its version in *v, or -errno
