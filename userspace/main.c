@@ -70,6 +70,29 @@ static const struct command *find_command(const char *name)
 	return found;
 }
 
+/* The error for a name that is no command: an ambiguous prefix lists the
+ * commands it could mean. */
+static void print_candidates(const char *name)
+{
+	char list[256] = "";
+	size_t i, len = strlen(name), used = 0;
+	int n = 0;
+
+	for (i = 0; i < NCOMMANDS; i++) {
+		if (strncmp(commands[i].name, name, len))
+			continue;
+		n++;
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+					 used ? ", " : "", commands[i].name);
+		if (used >= sizeof(list))
+			break;
+	}
+	if (n > 1)
+		sp_err("ambiguous command '%s': %s (type more of it)", name, list);
+	else
+		sp_err("unknown command '%s' (see sptrace help)", name);
+}
+
 int main(int argc, char **argv)
 {
 	const struct command *c;
@@ -82,7 +105,7 @@ int main(int argc, char **argv)
 		return cmd_trace(argc, argv);
 	c = find_command(argv[1]);
 	if (!c) {
-		sp_err("unknown command '%s' (see sptrace help)", argv[1]);
+		print_candidates(argv[1]);
 		return 1;
 	}
 	return c->fn(argc - 1, argv + 1);

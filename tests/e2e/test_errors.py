@@ -57,6 +57,10 @@ one_clear_line(run([SPTRACE, "-f", "xml", "-p", "1"]), "unknown format", "xml")
 one_clear_line(run([SPTRACE, "-s", "bogus", "-p", "1"]), "unknown sort", "bogus")
 one_clear_line(run([SPTRACE]), "nothing to trace")
 one_clear_line(run([SPTRACE, "frobnicate"]), "unknown command", "frobnicate")
+one_clear_line(run([SPTRACE, "re"]), "ambiguous command 're'", "record",
+               "report")
+eq(run([SPTRACE, "rep", "--help"]).returncode, 0,
+   "an unambiguous prefix runs its command")
 
 # Output files: never overwrite without --force, never through a symlink.
 out = tmpfile(".json")
