@@ -30,8 +30,7 @@ struct mem_env {
 	bool force;
 	unsigned int interval_ms;
 	unsigned int max_sites;
-	const char *db;		/* --db: store the run in this database */
-	const char *label;
+	struct db_opts dbo;	/* --db, --label: store the run */
 };
 
 static const char usage[] =
@@ -74,7 +73,6 @@ static void print_usage(FILE *f)
 enum {
 	OPT_FORCE = 256, OPT_PER_THREAD, OPT_SAMPLE, OPT_INTERVAL, OPT_NO_LIBC,
 	OPT_NO_STACKS, OPT_SITES, OPT_MAX_LIVE, OPT_MAX_STACKS,
-	OPT_DB = 0x2101, OPT_LABEL,
 };
 
 static int parse_count(const char *opt, const char *arg, long min, long max,
@@ -105,8 +103,7 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 		{ "sites", required_argument, NULL, OPT_SITES },
 		{ "max-live", required_argument, NULL, OPT_MAX_LIVE },
 		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
-		{ "db", required_argument, NULL, OPT_DB },
-		{ "label", required_argument, NULL, OPT_LABEL },
+		DB_LONG_OPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -121,6 +118,8 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 		if (r < 0)
 			return r;
 		if (r)
+			continue;
+		if (db_opts__parse(&env->dbo, c, optarg))
 			continue;
 		switch (c) {
 		case 'f':
@@ -170,12 +169,6 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 					&env->mo.max_stacks))
 				return -EINVAL;
 			break;
-		case OPT_DB:
-			env->db = optarg;
-			break;
-		case OPT_LABEL:
-			env->label = optarg;
-			break;
 		case 'v':
 			sp_verbose = true;
 			break;
@@ -189,10 +182,8 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 	}
 	if (optind < argc)
 		env->so.cmd = &argv[optind];
-	if (env->label && !env->db) {
-		sp_err("--label names a run stored with --db FILE (give --db)");
+	if (db_opts__check(&env->dbo))
 		return -EINVAL;
-	}
 	return session_opts__check(&env->so);
 }
 
@@ -311,7 +302,7 @@ int cmd_mem(int argc, char **argv)
 	if (parse_args(argc, argv, &env))
 		return 1;
 	if (output__precheck(env.output, env.force) ||
-	    (env.db && history_db__open(env.db, true, &db)))
+	    (env.dbo.db && history_db__open(env.dbo.db, true, &db)))
 		return 1;
 	summary__init(&s);
 	mem_report__init(&r);
@@ -335,7 +326,7 @@ int cmd_mem(int argc, char **argv)
 		/* A memory-only run: no query rows, the report's duration. */
 		s.duration_ns = r.duration_ns;
 		summary__finish(&s);
-		if (db && store_run(db, env.label, "mem", &ss, started, &s, &r) &&
+		if (db && store_run(db, env.dbo.label, "mem", &ss, started, &s, &r) &&
 		    !err)
 			err = -EIO;
 	}

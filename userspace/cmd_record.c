@@ -59,8 +59,7 @@ struct record_env {
 	const char *summary;
 	bool force;
 	char *only_arg;
-	const char *db;		/* --db: store the recorded run there */
-	const char *label;
+	struct db_opts dbo;	/* --db, --label: store the recorded run */
 };
 
 static const char usage[] =
@@ -118,8 +117,7 @@ static int parse_events(const char *arg, uint32_t *classes)
 	return err;
 }
 
-enum { OPT_FORCE = 256, OPT_ONLY, OPT_RINGBUF, OPT_SUMMARY, OPT_DB = 0x2101,
-       OPT_LABEL };
+enum { OPT_FORCE = 256, OPT_ONLY, OPT_RINGBUF, OPT_SUMMARY };
 
 static int parse_args(int argc, char **argv, struct record_env *env)
 {
@@ -132,8 +130,7 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		{ "only", required_argument, NULL, OPT_ONLY },
 		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 		{ "summary", required_argument, NULL, OPT_SUMMARY },
-		{ "db", required_argument, NULL, OPT_DB },
-		{ "label", required_argument, NULL, OPT_LABEL },
+		DB_LONG_OPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -150,6 +147,8 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		if (r < 0)
 			return r;
 		if (r)
+			continue;
+		if (db_opts__parse(&env->dbo, c, optarg))
 			continue;
 		switch (c) {
 		case 'o':
@@ -176,12 +175,6 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		case OPT_SUMMARY:
 			env->summary = optarg;
 			break;
-		case OPT_DB:
-			env->db = optarg;
-			break;
-		case OPT_LABEL:
-			env->label = optarg;
-			break;
 		case 'v':
 			sp_verbose = true;
 			break;
@@ -203,10 +196,8 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		sp_err("record: --summary and -o name the same file");
 		return -EINVAL;
 	}
-	if (env->label && !env->db) {
-		sp_err("--label names a run stored with --db FILE (give --db)");
+	if (db_opts__check(&env->dbo))
 		return -EINVAL;
-	}
 	return session_opts__check(&env->so);
 }
 
@@ -420,7 +411,7 @@ static int store_recorded(struct history_db *db, const struct record_env *env,
 	err = trace_summary__read(env->output, &s);
 	if (!err) {
 		summary__finish(&s);
-		err = store_run(db, env->label, "record", ss,
+		err = store_run(db, env->dbo.label, "record", ss,
 				(int64_t)(h->start_realtime_ns / 1000000000ull),
 				&s, NULL);
 	}
@@ -442,7 +433,7 @@ int cmd_record(int argc, char **argv)
 	if (parse_args(argc, argv, &env) ||
 	    output__precheck(env.output, env.force) ||
 	    output__precheck(env.summary, env.force) ||
-	    (env.db && history_db__open(env.db, true, &db)) ||
+	    (env.dbo.db && history_db__open(env.dbo.db, true, &db)) ||
 	    (env.only_arg && !(rec.only = split_names(env.only_arg)))) {
 		history_db__close(db);
 		session_opts__free(&env.so);

@@ -31,8 +31,7 @@ struct trace_env {
 	bool mem;		/* --mem: the memory report too */
 	double interval;	/* --interval: a report every this many s */
 	bool cumulative;	/* --cumulative: totals, not deltas */
-	const char *db;		/* --db: store the run in this database */
-	const char *label;
+	struct db_opts dbo;	/* --db, --label: store the run */
 };
 
 static const char usage[] =
@@ -92,8 +91,6 @@ enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE, OPT_PER_PID };
 #define OPT_MEM 0x2001
 #define OPT_INTERVAL 0x2201
 #define OPT_CUMULATIVE 0x2202
-#define OPT_DB 0x2101
-#define OPT_LABEL 0x2102
 
 static int parse_args(int argc, char **argv, struct trace_env *env)
 {
@@ -110,8 +107,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		{ "mem", no_argument, NULL, OPT_MEM },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "cumulative", no_argument, NULL, OPT_CUMULATIVE },
-		{ "db", required_argument, NULL, OPT_DB },
-		{ "label", required_argument, NULL, OPT_LABEL },
+		DB_LONG_OPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -125,6 +121,8 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		if (r < 0)
 			return r;
 		if (r)
+			continue;
+		if (db_opts__parse(&env->dbo, c, optarg))
 			continue;
 		switch (c) {
 		case 'f':
@@ -166,12 +164,6 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		case OPT_CUMULATIVE:
 			env->cumulative = true;
 			break;
-		case OPT_DB:
-			env->db = optarg;
-			break;
-		case OPT_LABEL:
-			env->label = optarg;
-			break;
 		case OPT_PERCENT_ABOVE:
 			if (parse_double(optarg, 0, 100,
 					 &env->ropts.percent_above)) {
@@ -198,7 +190,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		return -EINVAL;
 	}
 	if (env->interval && (env->mem || env->ropts.format == REPORT_CSV ||
-			      env->db)) {
+			      env->dbo.db)) {
 		sp_err("--interval: reports are tables or JSON lines (not with -f csv, --mem or --db)");
 		return -EINVAL;
 	}
@@ -206,10 +198,8 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		sp_err("--cumulative goes with --interval SECONDS");
 		return -EINVAL;
 	}
-	if (env->label && !env->db) {
-		sp_err("--label names a run stored with --db FILE (give --db)");
+	if (db_opts__check(&env->dbo))
 		return -EINVAL;
-	}
 	return session_opts__check(&env->so);
 }
 
@@ -271,7 +261,7 @@ int cmd_trace(int argc, char **argv)
 	 * fails now, not after the data is collected. */
 	if (parse_args(argc, argv, &env) ||
 	    output__precheck(env.output, env.force) ||
-	    (env.db && history_db__open(env.db, true, &db))) {
+	    (env.dbo.db && history_db__open(env.dbo.db, true, &db))) {
 		session_opts__free(&env.so);
 		return 1;
 	}
@@ -313,7 +303,7 @@ int cmd_trace(int argc, char **argv)
 			      : write_summary(env.output, env.force, &s, &env.ropts);
 		/* Stored even if the report could not be written: the data
 		 * is kept wherever it can be. */
-		if (db && store_run(db, env.label, "live", &ss, started, &s,
+		if (db && store_run(db, env.dbo.label, "live", &ss, started, &s,
 				    env.mem ? &mr : NULL) && !err)
 			err = -EIO;
 	}

@@ -52,6 +52,23 @@ int write_mem(const char *path, bool force, const struct summary *s,
 int mem_run_session(struct session *ss, struct mem_provider *mp,
 		    struct mem_report *r, unsigned int interval_ms);
 
+/* --db FILE and --label LABEL, for the commands that store their run in a
+ * history database (trace, record, mem): one option table entry, one parser
+ * and one cross-check. DB_LONG_OPTS needs <getopt.h>. */
+struct db_opts {
+	const char *db;		/* --db: store the run there */
+	const char *label;	/* --label: the stored run's label */
+};
+#define DB_OPT_DB 0x2101
+#define DB_OPT_LABEL 0x2102
+#define DB_LONG_OPTS                                                           \
+	{ "db", required_argument, NULL, DB_OPT_DB },                          \
+	{ "label", required_argument, NULL, DB_OPT_LABEL }
+/* 1 if `c` was one of them (taken), 0 if not. */
+int db_opts__parse(struct db_opts *o, int c, const char *arg);
+/* --label without --db: reported, -EINVAL. */
+int db_opts__check(const struct db_opts *o);
+
 /* Whole-string numbers within [min, max]: 0 or -EINVAL (-ERANGE out of range). */
 int parse_long(const char *s, long min, long max, long *out);
 int parse_double(const char *s, double min, double max, double *out);

@@ -497,6 +497,9 @@ def test_bad_input(db, js):
     check(not os.path.exists(db_path("absent.db")), "history does not create a database")
     one_error_line(run([SPTRACE, "--label", "x", "--", GT, "1"]), "--label without --db",
                    "--db")
+    for cmd in (["record", "-o", db_path("nolabel.spt")], ["mem"]):
+        one_error_line(run([SPTRACE] + cmd + ["--label", "x", "--", GT, "1"]),
+                       "%s --label without --db" % cmd[0], "--db")
     # A newer schema: refused, not corrupted.
     future = db_path("future.db")
     shutil.copy(db, future)
