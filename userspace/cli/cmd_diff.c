@@ -7,21 +7,17 @@
  * anything else goes to the trace reader, whose error names the magic it
  * expected and found.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+#include "cli.h"
 #include "commands.h"
 #include "diff.h"
 #include "history_db.h"
-#include "json_summary.h"
 #include "log.h"
 #include "output.h"
+#include "run_load.h"
 #include "summary.h"
-#include "trace_summary.h"
 
 static const char usage[] =
 "Usage: sptrace diff [OPTIONS] BASE NEW\n"
@@ -37,70 +33,9 @@ static const char usage[] =
 "      --force              overwrite an existing output file\n"
 "  -h, --help\n";
 
-enum { OPT_FORCE = 256, OPT_DB };
-
-/* The counters' own warnings need a summary writer; one line per run says
- * that its figures are affected and where to look. */
-static void warn_counters(const char *name, const struct summary *s)
+static void print_usage(FILE *f)
 {
-	if (summary__unbalanced(s) || summary__map_full(s) || s->lost)
-		sp_warn("%s: %" PRIu64 " unbalanced, %" PRIu64 " map-full, %"
-			PRIu64 " lost events: its figures undercount (its own "
-			"report lists them)", name, summary__unbalanced(s),
-			summary__map_full(s), s->lost);
-}
-
-/* 1 for a JSON summary, 0 for anything else; -errno (reported). */
-static int is_json(const char *path)
-{
-	char buf[4096];
-	ssize_t n, i;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		sp_err("%s: cannot open: %s", path, strerror(-err));
-		return err;
-	}
-	do {
-		n = read(fd, buf, sizeof(buf));
-	} while (n < 0 && errno == EINTR);
-	err = n < 0 ? -errno : 0;
-	close(fd);
-	if (err) {
-		sp_err("%s: read failed: %s", path, strerror(-err));
-		return err;
-	}
-	for (i = 0; i < n; i++) {
-		if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' &&
-		    buf[i] != '\r')
-			return buf[i] == '{';
-	}
-	return 0;
-}
-
-/* One run file into s (finished): also `sptrace import`'s reader. */
-int read_summary(const char *path, struct summary *s)
-{
-	char msg[512];
-	int err;
-
-	err = is_json(path);
-	if (err < 0)
-		return err;
-	if (err) {
-		err = json_summary__read(path, s, msg, sizeof(msg));
-		if (err)
-			sp_err("%s", msg);
-	} else {
-		err = trace_summary__read(path, s);
-	}
-	if (err)
-		return err;
-	summary__finish(s);
-	warn_counters(path, s);
-	return 0;
+	fputs(usage, f);
 }
 
 /* Both sides from the history database, loaded whole and then handled
@@ -114,38 +49,30 @@ static int load_db(const char *path, const char *base, const char *new,
 	err = history_db__open(path, false, &h);
 	if (err)
 		return err;
-	err = history_db__load(h, base, sb, NULL, NULL);
+	err = run_load__db(h, base, sb, NULL, NULL);
 	if (!err)
-		err = history_db__load(h, new, sn, NULL, NULL);
+		err = run_load__db(h, new, sn, NULL, NULL);
 	history_db__close(h);
 	if (!err) {
-		summary__finish(sb);
-		summary__finish(sn);
-		warn_counters(base, sb);
-		warn_counters(new, sn);
+		run_load__warn(base, sb);
+		run_load__warn(new, sn);
 	}
 	return err;
 }
 
-static int write_diff(const char *path, bool force, bool json,
-		      const struct diff *d, const char *base, const char *new)
-{
-	FILE *out;
-	int err;
+struct diff_job {
+	const struct diff *d;
+	const char *base, *new;
+	bool json;
+};
 
-	err = output__open(path, force, &out);
-	if (err)
-		return err;
-	if (json)
-		err = diff__write_json(out, d, base, new);
-	else
-		err = diff__write_table(out, d, base, new);
-	if (err)
-		sp_err("%s: write failed: %s", path ? path : "stdout",
-		       strerror(-err));
-	if (output__close(out, path) && !err)
-		err = -EIO;
-	return err;
+static int diff_fn(FILE *out, const void *ctx)
+{
+	const struct diff_job *j = ctx;
+
+	if (j->json)
+		return diff__write_json(out, j->d, j->base, j->new);
+	return diff__write_table(out, j->d, j->base, j->new);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -187,12 +114,9 @@ int cmd_diff(int argc, char **argv)
 		case OPT_DB:
 			db = optarg;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
-			fputs(usage, stderr);
-			return 1;
+			if (cli__option(c, print_usage))
+				return 1;
 		}
 	}
 	if (argc - optind != 2) {
@@ -208,15 +132,16 @@ int cmd_diff(int argc, char **argv)
 	memset(&d, 0, sizeof(d));
 	if (db)
 		err = load_db(db, base, new, &sb, &sn);
-	else if (!(err = read_summary(base, &sb)))
-		err = read_summary(new, &sn);
+	else if (!(err = run_load__file(base, &sb)))
+		err = run_load__file(new, &sn);
 	if (!err) {
 		err = diff__build(&d, &sb, &sn);
 		if (err)
 			sp_err("diff: %s", strerror(-err));
 	}
 	if (!err)
-		err = write_diff(output, force, json, &d, base, new);
+		err = cli__write(output, force, diff_fn, &(struct diff_job){
+			.d = &d, .base = base, .new = new, .json = json });
 	diff__free(&d);
 	summary__free(&sb);
 	summary__free(&sn);

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include "cli.h"
 #include "commands.h"
 #include "export.h"
 #include "log.h"
@@ -30,7 +31,10 @@ static const char usage[] =
 "  -v, --verbose\n"
 "  -h, --help\n";
 
-enum { OPT_FORCE = 256, OPT_CHROME, OPT_FOLDED, OPT_CSV };
+static void print_usage(FILE *f)
+{
+	fputs(usage, f);
+}
 
 static int reader_next(void *ctx, struct trace_event *ev)
 {
@@ -142,15 +146,9 @@ int cmd_export(int argc, char **argv)
 		case OPT_FORCE:
 			force = true;
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
-			fputs(usage, stderr);
-			return 1;
+			if (cli__option(c, print_usage))
+				return 1;
 		}
 	}
 	if (nfmt != 1) {

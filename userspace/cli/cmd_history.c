@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "cli.h"
 #include "commands.h"
 #include "escape.h"
 #include "history_db.h"
@@ -33,7 +34,10 @@ static const char usage[] =
 "      --force              overwrite an existing output file\n"
 "  -h, --help\n";
 
-enum { OPT_DB = 256, OPT_LABEL, OPT_FORCE };
+static void print_usage(FILE *f)
+{
+	fputs(usage, f);
+}
 
 #define COMMAND_WIDTH 48
 
@@ -202,6 +206,22 @@ static int query_runs(FILE *out, const char *query,
 	return err ? err : report__flush(out);
 }
 
+struct history_job {
+	const char *query;
+	const struct history_entry *runs;
+	const struct history_point *pts;
+	unsigned int n;
+	bool json;
+};
+
+static int history_fn(FILE *out, const void *ctx)
+{
+	const struct history_job *j = ctx;
+
+	return j->query ? query_runs(out, j->query, j->pts, j->n, j->json)
+			: list_runs(out, j->runs, j->n, j->json);
+}
+
 int cmd_history(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -219,7 +239,6 @@ int cmd_history(int argc, char **argv)
 	bool json = false, force = false;
 	struct history_db *h;
 	unsigned int n = 0;
-	FILE *out;
 	int c, err;
 
 	optind = 1;
@@ -248,12 +267,9 @@ int cmd_history(int argc, char **argv)
 		case OPT_FORCE:
 			force = true;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
-			fputs(usage, stderr);
-			return 1;
+			if (cli__option(c, print_usage))
+				return 1;
 		}
 	}
 	if (!db) {
@@ -275,16 +291,9 @@ int cmd_history(int argc, char **argv)
 		    : history_db__list(h, label, &runs, &n);
 	history_db__close(h);
 	if (!err)
-		err = output__open(output, force, &out);
-	if (!err) {
-		err = query ? query_runs(out, query, pts, n, json)
-			    : list_runs(out, runs, n, json);
-		if (err)
-			sp_err("%s: write failed: %s", output ? output : "stdout",
-			       strerror(-err));
-		if (output__close(out, output) && !err)
-			err = -EIO;
-	}
+		err = cli__write(output, force, history_fn, &(struct history_job){
+			.query = query, .runs = runs, .pts = pts, .n = n,
+			.json = json });
 	history_entries__free(runs, query ? 0 : n);
 	history_points__free(pts, query ? n : 0);
 	return err ? 1 : 0;

@@ -4,18 +4,13 @@
  * of sptrace record, JSON summaries of sptrace -f json) in the history
  * database, each file one run in its own transaction.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
+#include "cli.h"
 #include "commands.h"
-#include "history_db.h"
 #include "log.h"
-#include "summary.h"
-#include "trace_format.h"
+#include "run_store.h"
 
 static const char usage[] =
 "Usage: sptrace import --db DB [--label LABEL] FILE...\n"
@@ -28,70 +23,9 @@ static const char usage[] =
 "  -v, --verbose\n"
 "  -h, --help\n";
 
-enum { OPT_DB = 256, OPT_LABEL };
-
-/* What the file says of its run: a trace file's header has the start
- * time, command, pids and version; a JSON summary has none of them, so its
- * run is dated by the file's modification time. */
-static int describe(const char *path, struct history_run *r)
+static void print_usage(FILE *f)
 {
-	const struct trace_header *th;
-	struct trace_reader *tr;
-	struct stat sb;
-	char msg[512];
-	int i, err = 0;
-
-	if (!trace_reader__open(path, &tr, msg, sizeof(msg))) {
-		int pids[TRACE_MAX_PIDS];
-		char *argv[2] = { NULL, NULL };
-
-		th = trace_reader__header(tr);
-		r->started_at = (int64_t)(th->start_realtime_ns / 1000000000ull);
-		for (i = 0; i < (int)th->npids && i < TRACE_MAX_PIDS; i++)
-			pids[i] = (int)th->pids[i];
-		argv[0] = th->cmdline && th->cmdline[0] ? th->cmdline : NULL;
-		err = history_run__describe(r, argv, pids, i, NULL, 0);
-		if (!err && th->version && th->version[0] &&
-		    !(r->version = strdup(th->version)))
-			err = -ENOMEM;
-		trace_reader__close(tr);
-	} else if (!stat(path, &sb)) {
-		r->started_at = (int64_t)sb.st_mtime;
-	}
-	return err;
-}
-
-static int import_one(const char *db, const char *label, const char *path)
-{
-	struct history_run meta = { 0 };
-	struct summary s;
-	char *source;
-	int64_t id;
-	int err;
-
-	summary__init(&s);
-	err = read_summary(path, &s);
-	if (!err && asprintf(&source, "import:%s", path) < 0)
-		err = -ENOMEM;
-	if (!err) {
-		err = describe(path, &meta);
-		if (!err)
-			err = history_run__fill(&meta, label, source);
-		free(source);
-		if (err == -ENOMEM)
-			sp_err("out of memory");
-	}
-	if (!err) {
-		meta.duration_ns = s.duration_ns;
-		err = history_db__store_file(db, &meta, &s, NULL, &id);
-	}
-	/* The id is what history and diff --db take: say it. */
-	if (!err)
-		fprintf(stderr, "sptrace: %s: stored %s as run %" PRId64 "\n",
-			db, path, id);
-	history_run__free(&meta);
-	summary__free(&s);
-	return err;
+	fputs(usage, f);
 }
 
 int cmd_import(int argc, char **argv)
@@ -104,6 +38,7 @@ int cmd_import(int argc, char **argv)
 		{},
 	};
 	const char *db = NULL, *label = NULL;
+	int64_t id;
 	int c, i;
 
 	optind = 1;
@@ -115,15 +50,9 @@ int cmd_import(int argc, char **argv)
 		case OPT_LABEL:
 			label = optarg;
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
-			fputs(usage, stderr);
-			return 1;
+			if (cli__option(c, print_usage))
+				return 1;
 		}
 	}
 	if (!db) {
@@ -134,8 +63,12 @@ int cmd_import(int argc, char **argv)
 		sp_err("import: give at least one trace file or JSON summary (see sptrace import --help)");
 		return 1;
 	}
-	for (i = optind; i < argc; i++)
-		if (import_one(db, label, argv[i]))
+	for (i = optind; i < argc; i++) {
+		if (run_store__import(db, label, argv[i], &id))
 			return 1;
+		/* The id is what history and diff --db take: say it. */
+		fprintf(stderr, "sptrace: %s: stored %s as run %" PRId64 "\n",
+			db, argv[i], id);
+	}
 	return 0;
 }

@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "commands.h"
 #include "escape.h"
 #include "latency_provider.h"
 #include "log.h"
+#include "parse.h"
 #include "output.h"
 #include "report.h"
 #include "session.h"
@@ -60,7 +62,6 @@ static void print_usage(FILE *f)
 	fprintf(f, usage, SP_LAT_DEFAULT_MAX_PENDING);
 }
 
-enum { OPT_FROM = 256, OPT_TO, OPT_FORCE, OPT_MAX_PENDING };
 
 static int parse_endpoint(struct latency_env *env, int c, const char *arg)
 {
@@ -131,15 +132,9 @@ static int parse_args(int argc, char **argv, struct latency_env *env)
 			}
 			env->lo.max_pending = (unsigned int)v;
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			print_usage(stdout);
-			exit(0);
 		default:
-			print_usage(stderr);
-			return -EINVAL;
+			if (cli__option(c, print_usage))
+				return -EINVAL;
 		}
 	}
 	if (optind < argc)
@@ -285,27 +280,17 @@ static int latency_table(FILE *out, const struct latency_result *r)
 	return err ? err : report__flush(out);
 }
 
-static int write_result(const struct latency_env *env,
-			const struct latency_result *r)
+static int json_fn(FILE *out, const void *ctx)
 {
-	FILE *out;
-	int err;
+	int err = latency_json(out, ctx);
 
-	err = output__open(env->output, env->force, &out);
-	if (err)
-		return err;
-	if (env->format == LAT_JSON) {
-		err = latency_json(out, r);
-		latency_warn(stderr, r);
-	} else {
-		err = latency_table(out, r);
-	}
-	if (err)
-		sp_err("%s: write failed: %s",
-		       env->output ? env->output : "stdout", strerror(-err));
-	if (output__close(out, env->output) && !err)
-		err = -EIO;
+	latency_warn(stderr, ctx);
 	return err;
+}
+
+static int table_fn(FILE *out, const void *ctx)
+{
+	return latency_table(out, ctx);
 }
 
 int cmd_latency(int argc, char **argv)
@@ -335,7 +320,8 @@ int cmd_latency(int argc, char **argv)
 	if (!err)
 		err = latency_provider__read(&lp, &ss, &r);
 	if (!err)
-		err = write_result(&env, &r);
+		err = cli__write(env.output, env.force,
+				 env.format == LAT_JSON ? json_fn : table_fn, &r);
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);
 out:

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli.h"
 #include "commands.h"
 #include "elf_notes.h"
 #include "log.h"
+#include "parse.h"
 #include "proc_maps.h"
 
 static int list_file(const char *open_path, const char *path, size_t *total)
@@ -64,6 +66,13 @@ static int list_pid(long pid, size_t *total)
 	return err < 0 ? err : 0;
 }
 
+static void print_usage(FILE *f)
+{
+	fputs("Usage: sptrace list -p PID | FILE...\n"
+	      "Print every USDT probe: provider:name, file, address, semaphore, arguments.\n",
+	      f);
+}
+
 int cmd_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -84,12 +93,9 @@ int cmd_list(int argc, char **argv)
 				return 1;
 			}
 			break;
-		case 'h':
-			printf("Usage: sptrace list -p PID | FILE...\n"
-			       "Print every USDT probe: provider:name, file, address, semaphore, arguments.\n");
-			return 0;
 		default:
-			return 1;
+			if (cli__option(c, print_usage))
+				return 1;
 		}
 	}
 	if (!pid && optind >= argc) {

@@ -1,20 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * `sptrace mem -p PID` and `sptrace mem -- CMD`: memory only (the memory
- * provider in a session of its own), and the writer that `sptrace --mem`
- * uses to put the memory report next to the query summary.
+ * provider in a session of its own).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/timerfd.h>
 #include <time.h>
-#include <unistd.h>
+#include "cli.h"
 #include "commands.h"
 #include "history_db.h"
 #include "log.h"
+#include "parse.h"
 #include "mem_provider.h"
 #include "mem_report.h"
 #include "output.h"
@@ -70,10 +68,6 @@ static void print_usage(FILE *f)
 		SP_MEM_DEFAULT_MAX_THREADS);
 }
 
-enum {
-	OPT_FORCE = 256, OPT_PER_THREAD, OPT_SAMPLE, OPT_INTERVAL, OPT_NO_LIBC,
-	OPT_NO_STACKS, OPT_SITES, OPT_MAX_LIVE, OPT_MAX_STACKS,
-};
 
 static int parse_count(const char *opt, const char *arg, long min, long max,
 		       unsigned int *out)
@@ -169,15 +163,9 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 					&env->mo.max_stacks))
 				return -EINVAL;
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			print_usage(stdout);
-			exit(0);
 		default:
-			print_usage(stderr);
-			return -EINVAL;
+			if (cli__option(c, print_usage))
+				return -EINVAL;
 		}
 	}
 	if (optind < argc)
@@ -185,105 +173,6 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 	if (db_opts__check(&env->dbo))
 		return -EINVAL;
 	return session_opts__check(&env->so);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The timeline: a timer fd the session polls. */
-struct mem_tick {
-	struct mem_provider *mp;
-	struct session *ss;
-	struct mem_report *r;
-	int tfd;
-};
-
-static int on_tick(void *ctx)
-{
-	struct mem_tick *t = ctx;
-	uint64_t n = 0;
-
-	if (read(t->tfd, &n, sizeof(n)) != (ssize_t)sizeof(n) || !n)
-		return 0;	/* the 50 ms poll, not the timer */
-	return mem_provider__sample(t->mp, t->ss, t->r, now_ns());
-}
-
-static int timer_open(unsigned int ms)
-{
-	struct itimerspec its = {};
-	int fd;
-
-	fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	its.it_interval.tv_sec = ms / 1000;
-	its.it_interval.tv_nsec = (long)(ms % 1000) * 1000000;
-	its.it_value = its.it_interval;
-	if (timerfd_settime(fd, 0, &its, NULL)) {
-		close(fd);
-		return -errno;
-	}
-	return fd;
-}
-
-int mem_run_session(struct session *ss, struct mem_provider *mp,
-		    struct mem_report *r, unsigned int interval_ms)
-{
-	struct mem_tick t = { .mp = mp, .ss = ss, .r = r, .tfd = -1 };
-	int err;
-
-	if (interval_ms) {
-		t.tfd = timer_open(interval_ms);
-		if (t.tfd < 0) {
-			sp_err("cannot create the --interval timer: %s",
-			       strerror(-t.tfd));
-			return t.tfd;
-		}
-		r->timeline_on = true;
-		r->tl.interval_ns = (uint64_t)interval_ms * 1000000ull;
-		mem_provider__sample(mp, ss, r, now_ns());
-	}
-	err = session__run(ss, t.tfd, t.tfd >= 0 ? on_tick : NULL, &t);
-	if (t.tfd >= 0)
-		close(t.tfd);
-	return err;
-}
-
-int write_mem(const char *path, bool force, const struct summary *s,
-	      const struct report_opts *ropts, const struct mem_report *r)
-{
-	FILE *out;
-	int err;
-
-	err = output__open(path, force, &out);
-	if (err)
-		return err;
-	if (!s) {
-		err = mem_report__write(out, r, ropts->format);
-	} else if (ropts->format == REPORT_JSON) {
-		err = json__write_with(out, s, mem_report__json_fields,
-				       (void *)r);
-		if (!err)
-			report__warn_errors(stderr, s);
-		mem_report__warn_errors(stderr, r);
-	} else {
-		err = report__write(out, s, ropts);
-		if (!err) {
-			fputc('\n', out);
-			err = mem_report__write(out, r, ropts->format);
-		}
-	}
-	if (err)
-		sp_err("%s: write failed: %s", path ? path : "stdout",
-		       strerror(-err));
-	if (output__close(out, path) && !err)
-		err = -EIO;
-	return err;
 }
 
 int cmd_mem(int argc, char **argv)
@@ -314,7 +203,7 @@ int cmd_mem(int argc, char **argv)
 		err = session__start(&ss);
 	started = (int64_t)time(NULL);
 	if (!err)
-		err = mem_run_session(&ss, &mp, &r, env.interval_ms);
+		err = mem_provider__run(&mp, &ss, &r, env.interval_ms);
 	if (!err)
 		err = mem_provider__read(&mp, &ss, &r);
 	if (!err && !env.mo.no_libc && !mp.heap_traced)
@@ -322,12 +211,12 @@ int cmd_mem(int argc, char **argv)
 			env.so.npids > 1 ? "s" : "");
 	if (!err) {
 		ropts.format = env.format;
-		err = write_mem(env.output, env.force, NULL, &ropts, &r);
+		err = cli__write_mem(env.output, env.force, NULL, &ropts, &r);
 		/* A memory-only run: no query rows, the report's duration. */
 		s.duration_ns = r.duration_ns;
 		summary__finish(&s);
-		if (db && store_run(db, env.dbo.label, "mem", &ss, started, &s, &r) &&
-		    !err)
+		if (db && session__store(&ss, db, env.dbo.label, "mem", started,
+					 &s, &r) && !err)
 			err = -EIO;
 	}
 	history_db__close(db);

@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <bpf/libbpf.h>
 #include <sptrace/record_abi.h>
+#include "cli.h"
+#include "clock.h"
 #include "commands.h"
 #include "history_db.h"
 #include "log.h"
+#include "parse.h"
 #include "output.h"
 #include "query.skel.h"
 #include "query_maps.h"
@@ -117,7 +119,10 @@ static int parse_events(const char *arg, uint32_t *classes)
 	return err;
 }
 
-enum { OPT_FORCE = 256, OPT_ONLY, OPT_RINGBUF, OPT_SUMMARY };
+static void print_usage(FILE *f)
+{
+	fputs(usage, f);
+}
 
 static int parse_args(int argc, char **argv, struct record_env *env)
 {
@@ -175,15 +180,9 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		case OPT_SUMMARY:
 			env->summary = optarg;
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			exit(0);
 		default:
-			fputs(usage, stderr);
-			return -EINVAL;
+			if (cli__option(c, print_usage))
+				return -EINVAL;
 		}
 	}
 	if (optind < argc)
@@ -333,14 +332,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* From the wait loop: drain the ring buffer; end a chunk every second so
  * a crash loses at most about a second of events. */
 static int drain(void *ctx)
@@ -362,17 +353,12 @@ static int drain(void *ctx)
 static void fill_header(struct trace_header *h, const struct record_env *env,
 			char *cmdline, size_t len)
 {
-	struct timespec rt, mono;
 	size_t off = 0;
 	int i;
 
 	memset(h, 0, sizeof(*h));
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	h->start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull +
-			       (uint64_t)rt.tv_nsec;
-	h->start_mono_ns = (uint64_t)mono.tv_sec * 1000000000ull +
-			   (uint64_t)mono.tv_nsec;
+	h->start_realtime_ns = clock__ns(CLOCK_REALTIME);
+	h->start_mono_ns = now_ns();
 	for (i = 0; i < env->so.npids && i < TRACE_MAX_PIDS; i++)
 		h->pids[h->npids++] = (uint32_t)env->so.pids[i];
 	cmdline[0] = 0;
@@ -393,7 +379,7 @@ static int write_live_summary(struct recorder *rec, const char *path)
 	err = query_provider__read(&rec->qp, &rec->ss, &s);
 	if (!err) {
 		summary__finish(&s);
-		err = write_summary(path, true, &s, &ro);
+		err = cli__write_summary(path, true, &s, &ro);
 	}
 	summary__free(&s);
 	return err;
@@ -411,9 +397,9 @@ static int store_recorded(struct history_db *db, const struct record_env *env,
 	err = trace_summary__read(env->output, &s);
 	if (!err) {
 		summary__finish(&s);
-		err = store_run(db, env->dbo.label, "record", ss,
-				(int64_t)(h->start_realtime_ns / 1000000000ull),
-				&s, NULL);
+		err = session__store(ss, db, env->dbo.label, "record",
+				     (int64_t)(h->start_realtime_ns / 1000000000ull),
+				     &s, NULL);
 	}
 	summary__free(&s);
 	return err;

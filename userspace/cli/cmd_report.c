@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "cli.h"
 #include "commands.h"
 #include "history_db.h"
 #include "html_report.h"
@@ -18,6 +19,7 @@
 #include "log.h"
 #include "mem_report.h"
 #include "output.h"
+#include "run_load.h"
 #include "summary.h"
 
 static const char usage[] =
@@ -40,7 +42,10 @@ static const char usage[] =
 "      --title TEXT         the report's title (default: names the run)\n"
 "  -h, --help\n";
 
-enum { OPT_FORCE = 256, OPT_BASE, OPT_DB, OPT_TITLE, OPT_MEM };
+static void print_usage(FILE *f)
+{
+	fputs(usage, f);
+}
 
 /* One side of the report and what it owns. */
 struct side {
@@ -69,7 +74,7 @@ static void side_free(struct side *sd)
 
 static int load_file(struct side *sd, const char *path)
 {
-	int err = read_summary(path, &sd->s);
+	int err = run_load__file(path, &sd->s);
 
 	if (err)
 		return err;
@@ -109,10 +114,9 @@ static int load_db(struct history_db *h, const char *db, const char *ref,
 {
 	int err;
 
-	err = history_db__load(h, ref, &sd->s, mem ? &sd->mr : NULL, &sd->meta);
+	err = run_load__db(h, ref, &sd->s, mem ? &sd->mr : NULL, &sd->meta);
 	if (err)
 		return err;
-	summary__finish(&sd->s);
 	err = describe(sd, db);
 	if (err) {
 		sp_err("report: %s", strerror(-err));
@@ -147,22 +151,16 @@ static int load_mem(struct side *sd, const char *path)
 	return 0;
 }
 
-static int write_report(const char *path, bool force, const char *title,
-			const struct html_run *run, const struct html_run *base)
-{
-	FILE *out;
-	int err;
+struct report_job {
+	const char *title;
+	const struct html_run *run, *base;
+};
 
-	err = output__open(path, force, &out);
-	if (err)
-		return err;
-	err = html_report__write(out, title, run, base);
-	if (err)
-		sp_err("%s: write failed: %s", path ? path : "stdout",
-		       strerror(-err));
-	if (output__close(out, path) && !err)
-		err = -EIO;
-	return err;
+static int report_fn(FILE *out, const void *ctx)
+{
+	const struct report_job *j = ctx;
+
+	return html_report__write(out, j->title, j->run, j->base);
 }
 
 int cmd_report(int argc, char **argv)
@@ -206,12 +204,9 @@ int cmd_report(int argc, char **argv)
 		case OPT_MEM:
 			mem = optarg;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
-			fputs(usage, stderr);
-			return 1;
+			if (cli__option(c, print_usage))
+				return 1;
 		}
 	}
 	if (argc - optind > 1 || (argc == optind && (!mem || db || base))) {
@@ -249,8 +244,9 @@ int cmd_report(int argc, char **argv)
 		title = deftitle;
 	}
 	if (!err)
-		err = write_report(output, force, title, &run.run,
-				   base ? &bside.run : NULL);
+		err = cli__write(output, force, report_fn, &(struct report_job){
+			.title = title, .run = &run.run,
+			.base = base ? &bside.run : NULL });
 	if (h)
 		history_db__close(h);
 	free(deftitle);

@@ -12,10 +12,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cli.h"
+#include "clock.h"
 #include "commands.h"
 #include "fleet.h"
 #include "http_server.h"
 #include "log.h"
+#include "parse.h"
 #include "mem_provider.h"
 #include "openmetrics.h"
 #include "query_provider.h"
@@ -74,7 +77,10 @@ SERVE_DEFAULT_LISTEN ");\n"
 "  -v, --verbose            say what is attached; show libbpf's messages\n"
 "  -h, --help\n";
 
-enum { OPT_LISTEN = 0x3001, OPT_KEEP_EXITED, OPT_MEM };
+static void print_usage(FILE *f)
+{
+	fputs(usage, f);
+}
 
 static int parse_args(int argc, char **argv, struct serve_env *env)
 {
@@ -113,15 +119,9 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 				return -EINVAL;
 			}
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			exit(0);
 		default:
-			fputs(usage, stderr);
-			return -EINVAL;
+			if (cli__option(c, print_usage))
+				return -EINVAL;
 		}
 	}
 	if (optind < argc)
@@ -131,14 +131,6 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 		return -EINVAL;
 	}
 	return session_opts__check(&env->so);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Resident bytes of a process ("self" for sptrace); 0 if unknown. */

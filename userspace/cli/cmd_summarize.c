@@ -3,13 +3,13 @@
  * `sptrace summarize FILE`: the per-query table of a recorded run, through
  * the same aggregation and the same writers as the live mode.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
 #include "output.h"
+#include "parse.h"
 #include "report.h"
 #include "summary.h"
 #include "trace_summary.h"
@@ -25,7 +25,10 @@ static const char usage[] =
 "      --percent-above P    hide rows with at most P% of the self time\n"
 "      --hist               print each query's latency histogram\n";
 
-enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE };
+static void print_usage(FILE *f)
+{
+	fputs(usage, f);
+}
 
 int cmd_summarize(int argc, char **argv)
 {
@@ -79,15 +82,9 @@ int cmd_summarize(int argc, char **argv)
 				return 1;
 			}
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
 		default:
-			fputs(usage, stderr);
-			return 1;
+			if (cli__option(c, print_usage))
+				return 1;
 		}
 	}
 	if (optind != argc - 1) {
@@ -101,7 +98,7 @@ int cmd_summarize(int argc, char **argv)
 	if (!err) {
 		summary__finish(&s);
 		summary__sort(&s, sort);
-		err = write_summary(output, force, &s, &ro);
+		err = cli__write_summary(output, force, &s, &ro);
 	}
 	summary__free(&s);
 	return err ? 1 : 0;

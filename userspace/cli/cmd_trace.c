@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "cli.h"
 #include "commands.h"
 #include "history_db.h"
 #include "interval.h"
 #include "log.h"
+#include "parse.h"
 #include "mem_provider.h"
 #include "output.h"
 #include "query_provider.h"
@@ -86,11 +88,6 @@ static void print_usage(FILE *f)
 	fprintf(f, usage, SP_DEFAULT_MAX_QUERIES, SP_DEFAULT_MAX_THREADS);
 }
 
-enum { OPT_FORCE = 256, OPT_HIST, OPT_PERCENT_ABOVE, OPT_PER_PID };
-
-#define OPT_MEM 0x2001
-#define OPT_INTERVAL 0x2201
-#define OPT_CUMULATIVE 0x2202
 
 static int parse_args(int argc, char **argv, struct trace_env *env)
 {
@@ -172,15 +169,9 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 				return -EINVAL;
 			}
 			break;
-		case 'v':
-			sp_verbose = true;
-			break;
-		case 'h':
-			print_usage(stdout);
-			exit(0);
 		default:
-			print_usage(stderr);
-			return -EINVAL;
+			if (cli__option(c, print_usage))
+				return -EINVAL;
 		}
 	}
 	if (optind < argc)
@@ -201,46 +192,6 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 	if (db_opts__check(&env->dbo))
 		return -EINVAL;
 	return session_opts__check(&env->so);
-}
-
-/* Writes a finished summary to FILE or stdout in the chosen format. */
-int write_summary(const char *path, bool force, const struct summary *s,
-		  const struct report_opts *ropts)
-{
-	FILE *out;
-	int err;
-
-	err = output__open(path, force, &out);
-	if (err)
-		return err;
-	err = report__write(out, s, ropts);
-	if (err)
-		sp_err("%s: write failed: %s", path ? path : "stdout",
-		       strerror(-err));
-	if (output__close(out, path) && !err)
-		err = -EIO;
-	return err;
-}
-
-int store_run(struct history_db *h, const char *label, const char *source,
-	      const struct session *ss, int64_t started_at,
-	      const struct summary *s, const struct mem_report *mr)
-{
-	struct history_run meta = { .started_at = started_at };
-	const struct session_opts *o = ss->o;
-	int pid = ss->launched ? (int)ss->launch.pid : 0;
-	int err;
-
-	meta.duration_ns = s->duration_ns;
-	err = history_run__describe(&meta, o->cmd, ss->launched ? &pid : o->pids,
-				    ss->launched ? 1 : o->npids, o->binaries,
-				    o->nbinaries);
-	if (!err)
-		err = history_run__fill(&meta, label, source);
-	if (!err)
-		err = history_db__store(h, &meta, s, mr, NULL);
-	history_run__free(&meta);
-	return err;
 }
 
 int cmd_trace(int argc, char **argv)
@@ -299,12 +250,14 @@ int cmd_trace(int argc, char **argv)
 	if (!err && !env.interval) {
 		summary__finish(&s);
 		summary__sort(&s, env.sort);
-		err = env.mem ? write_mem(env.output, env.force, &s, &env.ropts, &mr)
-			      : write_summary(env.output, env.force, &s, &env.ropts);
+		err = env.mem ? cli__write_mem(env.output, env.force, &s,
+					       &env.ropts, &mr)
+			      : cli__write_summary(env.output, env.force, &s,
+						   &env.ropts);
 		/* Stored even if the report could not be written: the data
 		 * is kept wherever it can be. */
-		if (db && store_run(db, env.dbo.label, "live", &ss, started, &s,
-				    env.mem ? &mr : NULL) && !err)
+		if (db && session__store(&ss, db, env.dbo.label, "live", started,
+					 &s, env.mem ? &mr : NULL) && !err)
 			err = -EIO;
 	}
 	history_db__close(db);

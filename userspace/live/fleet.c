@@ -21,19 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "fleet.h"
+#include "clock.h"
 #include "log.h"
 #include "proc_maps.h"
 #include "query_maps.h"
 #include "query_provider.h"
 #include "session.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void fleet__init(struct fleet *f, struct query_provider *qp,
 		 struct session *ss, double keep_s)

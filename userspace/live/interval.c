@@ -11,6 +11,7 @@
 #include <time.h>
 #include "fleet.h"
 #include "interval.h"
+#include "clock.h"
 #include "log.h"
 #include "output.h"
 #include "report.h"
@@ -198,14 +199,6 @@ struct ticker {
 	unsigned long tick;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 struct tick_meta {
 	struct ticker *t;
 	uint64_t interval_ns;
@@ -322,7 +315,7 @@ cleanup:
 static int ticker_poll(void *ctx)
 {
 	struct ticker *t = ctx;
-	uint64_t now = mono_ns(), step = (uint64_t)(t->io->seconds * 1e9);
+	uint64_t now = now_ns(), step = (uint64_t)(t->io->seconds * 1e9);
 	int err;
 
 	err = fleet__poll(&t->fleet);

@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "commands.h"
+#include "parse.h"
 #include "elf_notes.h"
 #include "latency.skel.h"
 #include "latency_provider.h"

@@ -17,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "clock.h"
 #include "elf_notes.h"
 #include "log.h"
 #include "mem.skel.h"
@@ -692,4 +694,63 @@ int mem_provider__sample(struct mem_provider *mp, const struct session *ss,
 	p.rss_file_bytes = rss[2];
 	r->timeline_on = true;
 	return mem_timeline__add(&r->tl, &p);
+}
+
+/* The timeline: a timer fd the session polls. */
+struct mem_tick {
+	struct mem_provider *mp;
+	struct session *ss;
+	struct mem_report *r;
+	int tfd;
+};
+
+static int on_tick(void *ctx)
+{
+	struct mem_tick *t = ctx;
+	uint64_t n = 0;
+
+	if (read(t->tfd, &n, sizeof(n)) != (ssize_t)sizeof(n) || !n)
+		return 0;	/* the 50 ms poll, not the timer */
+	return mem_provider__sample(t->mp, t->ss, t->r, now_ns());
+}
+
+static int timer_open(unsigned int ms)
+{
+	struct itimerspec its = {};
+	int fd;
+
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	its.it_interval.tv_sec = ms / 1000;
+	its.it_interval.tv_nsec = (long)(ms % 1000) * 1000000;
+	its.it_value = its.it_interval;
+	if (timerfd_settime(fd, 0, &its, NULL)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+int mem_provider__run(struct mem_provider *mp, struct session *ss,
+		      struct mem_report *r, unsigned int interval_ms)
+{
+	struct mem_tick t = { .mp = mp, .ss = ss, .r = r, .tfd = -1 };
+	int err;
+
+	if (interval_ms) {
+		t.tfd = timer_open(interval_ms);
+		if (t.tfd < 0) {
+			sp_err("cannot create the --interval timer: %s",
+			       strerror(-t.tfd));
+			return t.tfd;
+		}
+		r->timeline_on = true;
+		r->tl.interval_ns = (uint64_t)interval_ms * 1000000ull;
+		mem_provider__sample(mp, ss, r, now_ns());
+	}
+	err = session__run(ss, t.tfd, t.tfd >= 0 ? on_tick : NULL, &t);
+	if (t.tfd >= 0)
+		close(t.tfd);
+	return err;
 }

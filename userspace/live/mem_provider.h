@@ -61,4 +61,9 @@ int mem_provider__read(struct mem_provider *mp, const struct session *ss,
 int mem_provider__sample(struct mem_provider *mp, const struct session *ss,
 			 struct mem_report *r, uint64_t now_ns);
 
+/* session__run() with a timeline sample every interval_ms (0: none):
+ * a timer fd the session polls. 0 or -errno (reported). */
+int mem_provider__run(struct mem_provider *mp, struct session *ss,
+		      struct mem_report *r, unsigned int interval_ms);
+
 #endif /* SPTRACE_MEM_PROVIDER_H */

@@ -27,19 +27,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "commands.h"
+#include "parse.h"
+#include "clock.h"
 #include "log.h"
 #include "privileges.h"
 #include "proc_maps.h"
+#include "run_store.h"
 #include "session.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int parse_pids(struct session_opts *o, const char *arg)
 {
@@ -875,4 +869,21 @@ void session__destroy(struct session *ss)
 	ss->sfd = -1;
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		ss->pidfds[i] = -1;
+}
+
+int session__store(const struct session *ss, struct history_db *h,
+		   const char *label, const char *source, int64_t started_at,
+		   const struct summary *s, const struct mem_report *mr)
+{
+	const struct session_opts *o = ss->o;
+	int pid = ss->launched ? (int)ss->launch.pid : 0;
+	struct run_origin orig = {
+		.cmd = o->cmd,
+		.pids = ss->launched ? &pid : o->pids,
+		.npids = ss->launched ? 1 : o->npids,
+		.binaries = o->binaries,
+		.nbinaries = o->nbinaries,
+	};
+
+	return run_store(h, label, source, &orig, started_at, s, mr);
 }

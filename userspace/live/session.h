@@ -124,6 +124,17 @@ void session_opts__free(struct session_opts *o);
 /* Cross-option checks; reports and returns -EINVAL. */
 int session_opts__check(const struct session_opts *o);
 
+struct history_db;
+struct mem_report;
+struct summary;
+/* Stores the finished run of ss in h (run_store.h): what it traced (the
+ * command launched, or its pids and binaries), label, source ("live",
+ * "record", "mem"), its start time, the summary and mr when non-NULL.
+ * 0 or -errno (reported). */
+int session__store(const struct session *ss, struct history_db *h,
+		   const char *label, const char *source, int64_t started_at,
+		   const struct summary *s, const struct mem_report *mr);
+
 /* Before start: zeroes the session and sets its options. */
 void session__init(struct session *ss, const struct session_opts *o);
 /* Before start: adds a provider (copied). 0 or -E2BIG. */

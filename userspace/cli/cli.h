@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli/ layer (top): main, the command table and the cmd_*.c files, which
+ * parse options, call the layers below and print. This header is what the
+ * commands share: one enum of long-option IDs, one tail for every option
+ * switch, the --db/--label group, and writing a result to the -o file.
+ */
+#ifndef SPTRACE_CLI_H
+#define SPTRACE_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Long options without a short letter, for every command. Above 0x2000:
+ * clear of characters and of session.h's SESSION_LONG_OPTS (0x1001..). */
+enum cli_opt {
+	OPT_FORCE = 0x2000,
+	OPT_HIST,
+	OPT_PERCENT_ABOVE,
+	OPT_PER_PID,
+	OPT_MEM,
+	OPT_INTERVAL,
+	OPT_CUMULATIVE,
+	OPT_DB,
+	OPT_LABEL,
+	OPT_BASE,
+	OPT_TITLE,
+	OPT_CHROME,
+	OPT_FOLDED,
+	OPT_CSV,
+	OPT_ONLY,
+	OPT_RINGBUF,
+	OPT_SUMMARY,
+	OPT_FROM,
+	OPT_TO,
+	OPT_MAX_PENDING,
+	OPT_PER_THREAD,
+	OPT_SAMPLE,
+	OPT_NO_LIBC,
+	OPT_NO_STACKS,
+	OPT_SITES,
+	OPT_MAX_LIVE,
+	OPT_MAX_STACKS,
+	OPT_LISTEN,
+	OPT_KEEP_EXITED,
+};
+
+/* Prints a command's usage text on f. */
+typedef void (*cli_usage_fn)(FILE *f);
+
+/* The end of every command's option switch (its `default:`): -v sets
+ * verbose (0), -h prints the usage on stdout and exits 0, anything else
+ * (getopt has named it) prints the usage on stderr: -EINVAL. */
+int cli__option(int c, cli_usage_fn usage);
+
+/* --db FILE and --label LABEL, for the commands that store their run in a
+ * history database (trace, record, mem): one option table entry, one parser
+ * and one cross-check. DB_LONG_OPTS needs <getopt.h>. */
+struct db_opts {
+	const char *db;		/* --db: store the run there */
+	const char *label;	/* --label: the stored run's label */
+};
+#define DB_LONG_OPTS                                                           \
+	{ "db", required_argument, NULL, OPT_DB },                             \
+	{ "label", required_argument, NULL, OPT_LABEL }
+/* 1 if `c` was one of them (taken), 0 if not. */
+int db_opts__parse(struct db_opts *o, int c, const char *arg);
+/* --label without --db: reported, -EINVAL. */
+int db_opts__check(const struct db_opts *o);
+
+/* Writes a result to `path` (NULL or "-": stdout), refusing to overwrite
+ * unless force: fn writes it and returns 0 or -errno; a failure is
+ * reported naming the file. 0 or -errno (reported). */
+typedef int (*cli_write_fn)(FILE *out, const void *ctx);
+int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx);
+
+struct summary;
+struct report_opts;
+struct mem_report;
+/* A finished summary in the chosen format. */
+int cli__write_summary(const char *path, bool force, const struct summary *s,
+		       const struct report_opts *ropts);
+/* The memory report: alone (s NULL), or after the summary's table, or
+ * merged into its JSON object. */
+int cli__write_mem(const char *path, bool force, const struct summary *s,
+		   const struct report_opts *ropts, const struct mem_report *r);
+
+#endif /* SPTRACE_CLI_H */

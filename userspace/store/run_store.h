@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Storing a run in the history database, in one place for trace, record,
+ * mem (a run just traced) and import (a run file saved earlier).
+ */
+#ifndef SPTRACE_RUN_STORE_H
+#define SPTRACE_RUN_STORE_H
+
+#include <stdint.h>
+
+struct history_db;
+struct mem_report;
+struct summary;
+
+/* Where a traced run came from: the command launched, or the pids and
+ * binaries traced. */
+struct run_origin {
+	char *const *cmd;		/* NULL: none launched */
+	const int *pids;
+	int npids;
+	const char *const *binaries;
+	int nbinaries;
+};
+
+/* Stores a finished run: its metadata (command, pids, host, version,
+ * label, source "live"/"record"/"mem") and the summary, with mr when
+ * non-NULL, in one transaction. 0 or -errno (reported). */
+int run_store(struct history_db *h, const char *label, const char *source,
+	      const struct run_origin *o, int64_t started_at,
+	      const struct summary *s, const struct mem_report *mr);
+/* Loads the run file at path (run_load__file) and stores it as one run of
+ * the database at db (created if missing), dated and described by what the
+ * file says of itself; its id in *id. 0 or -errno (reported). */
+int run_store__import(const char *db, const char *label, const char *path,
+		      int64_t *id);
+
+#endif /* SPTRACE_RUN_STORE_H */
