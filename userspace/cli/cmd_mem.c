@@ -18,14 +18,17 @@
 #include "mem_provider.h"
 #include "mem_report.h"
 #include "output.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "session.h"
 #include "summary.h"
 
 struct mem_env {
 	struct session_opts so;
 	struct mem_opts mo;
-	enum report_format format;
+	enum summary_format format;
 	const char *output;
 	bool force;
 	unsigned int interval_ms;
@@ -123,7 +126,7 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 			continue;
 		switch (c) {
 		case 'f':
-			if (report__parse_format(optarg, &env->format)) {
+			if (summary_format__parse(optarg, &env->format)) {
 				sp_err("unknown format '%s' (expected table, json or csv)",
 				       optarg);
 				return -EINVAL;
@@ -255,7 +258,7 @@ int mem_run_session(struct session *ss, struct mem_provider *mp,
 }
 
 int write_mem(const char *path, bool force, const struct summary *s,
-	      const struct report_opts *ropts, const struct mem_report *r)
+	      const struct summary_write_opts *ropts, const struct mem_report *r)
 {
 	FILE *out;
 	int err;
@@ -265,14 +268,14 @@ int write_mem(const char *path, bool force, const struct summary *s,
 		return err;
 	if (!s) {
 		err = mem_report__write(out, r, ropts->format);
-	} else if (ropts->format == REPORT_JSON) {
-		err = json__write_with(out, s, mem_report__json_fields,
+	} else if (ropts->format == SUMMARY_JSON) {
+		err = json_out__write_with(out, s, mem_report__json_fields,
 				       (void *)r);
 		if (!err)
-			report__warn_errors(stderr, s);
+			table__warn_errors(stderr, s);
 		mem_report__warn_errors(stderr, r);
 	} else {
-		err = report__write(out, s, ropts);
+		err = summary_writer__write(out, s, ropts);
 		if (!err) {
 			fputc('\n', out);
 			err = mem_report__write(out, r, ropts->format);
@@ -289,7 +292,7 @@ int write_mem(const char *path, bool force, const struct summary *s,
 int cmd_mem(int argc, char **argv)
 {
 	struct mem_env env = {};
-	struct report_opts ropts = {};
+	struct summary_write_opts ropts = {};
 	struct session_provider p;
 	struct mem_provider mp;
 	struct mem_report r;

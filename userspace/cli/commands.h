@@ -21,11 +21,11 @@ int cmd_history(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
 struct summary;
-struct report_opts;
+struct summary_write_opts;
 /* Writes a finished summary to `path` (NULL or "-": stdout) in the chosen
  * format, refusing to overwrite unless force. 0 or -errno (reported). */
 int write_summary(const char *path, bool force, const struct summary *s,
-		  const struct report_opts *ropts);
+		  const struct summary_write_opts *ropts);
 /* Reads a run file, a trace file or a JSON summary told apart by content,
  * into s and finishes it (cmd_diff.c). 0 or -errno (reported). */
 int read_summary(const char *path, struct summary *s);
@@ -47,7 +47,7 @@ struct session;
 /* The memory report (cmd_mem.c): alone (s NULL), or after the summary's
  * table, or merged into its JSON object. 0 or -errno (reported). */
 int write_mem(const char *path, bool force, const struct summary *s,
-	      const struct report_opts *ropts, const struct mem_report *r);
+	      const struct summary_write_opts *ropts, const struct mem_report *r);
 /* session__run() with a timeline sample every interval_ms (0: none). */
 int mem_run_session(struct session *ss, struct mem_provider *mp,
 		    struct mem_report *r, unsigned int interval_ms);
