@@ -2,7 +2,7 @@
 /*
  * libFuzzer target for userspace/json_summary.c. Beyond "no crash, no hang,
  * no leak": whatever the parser accepts must survive a round trip, i.e.
- * json__write() of it parses again and writes the very same bytes. The
+ * json_out__write() of it parses again and writes the very same bytes. The
  * same input also goes through the memory-timeline reader.
  *
  * Build and run from the top of the tree (seeds in corpus_json/, new finds
@@ -21,7 +21,7 @@
 #include <string.h>
 #include "json_summary.h"
 #include "mem_report.h"
-#include "report.h"
+#include "json_out.h"
 
 static char *write_json(struct summary *s, size_t *len)
 {
@@ -32,7 +32,7 @@ static char *write_json(struct summary *s, size_t *len)
 	f = open_memstream(&buf, len);
 	if (!f)
 		abort();
-	if (json__write(f, s))
+	if (json_out__write(f, s))
 		abort();
 	fclose(f);
 	return buf;

@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include "html_report.h"
 #include "mem_report.h"
-#include "report.h"
+#include "csv_out.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "check.h"
 
 #define PAYLOAD "</script><img src=x onerror=window.__pwned=1>"
@@ -62,7 +66,7 @@ static bool clean_utf8(const char *s)
 	int n;
 
 	for (; *s; s += n) {
-		n = report__utf8_next(s, &cp);
+		n = text__utf8_next(s, &cp);
 		if (!n || (cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f)
 			return false;
 	}

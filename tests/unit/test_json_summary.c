@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of userspace/json_summary.c: a summary written by json__write()
+ * Unit tests of userspace/json_summary.c: a summary written by json_out__write()
  * reads back field for field; every truncation, bad escape, bad number,
  * deep nesting and schema violation is an error with a located message,
  * never a crash.
@@ -10,7 +10,11 @@
 #include <unistd.h>
 #include "json_summary.h"
 #include "mem_report.h"
-#include "report.h"
+#include "csv_out.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "check.h"
 
 static char *write_json(const struct summary *s, size_t *len)
@@ -22,7 +26,7 @@ static char *write_json(const struct summary *s, size_t *len)
 		perror("open_memstream");
 		exit(2);
 	}
-	CHECK(json__write(f, s) == 0);
+	CHECK(json_out__write(f, s) == 0);
 	fclose(f);
 	return buf;
 }

@@ -13,7 +13,11 @@
 #include "http_server.h"
 #include "mem_report.h"
 #include "openmetrics.h"
-#include "report.h"
+#include "csv_out.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "summary.h"
 #include "check.h"
 
@@ -50,7 +54,7 @@ static bool valid_utf8(const char *s)
 	int n;
 
 	while (*s) {
-		n = report__utf8_next(s, &cp);
+		n = text__utf8_next(s, &cp);
 		if (!n)
 			return false;
 		s += n;

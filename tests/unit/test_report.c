@@ -7,7 +7,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "report.h"
+#include "csv_out.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "check.h"
 
 struct capture {
@@ -59,11 +63,11 @@ static void basic_summary(struct summary *s)
 	summary__finish(s);
 }
 
-static char *write_table(const struct summary *s, const struct report_opts *o)
+static char *write_table(const struct summary *s, const struct summary_write_opts *o)
 {
 	struct capture c;
 
-	CHECK(table__write(cap_open(&c), s, o) == 0);
+	CHECK(summary_writer__write(cap_open(&c), s, o) == 0);
 	return cap_close(&c);
 }
 
@@ -83,24 +87,24 @@ static void test_fmt_ns(void)
 	unsigned int i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		report__fmt_ns(buf, sizeof(buf), cases[i].ns);
+		text__fmt_ns(buf, sizeof(buf), cases[i].ns);
 		CHECK_STR(buf, cases[i].want);
 	}
 	/* A short buffer is cut, never overrun. */
-	report__fmt_ns(buf, 4, 1500);
+	text__fmt_ns(buf, 4, 1500);
 	CHECK_STR(buf, "1.5");
 }
 
 static void test_parse_format(void)
 {
-	enum report_format f = REPORT_CSV;
+	enum summary_format f = SUMMARY_CSV;
 
-	CHECK(report__parse_format("table", &f) == 0 && f == REPORT_TABLE);
-	CHECK(report__parse_format("json", &f) == 0 && f == REPORT_JSON);
-	CHECK(report__parse_format("csv", &f) == 0 && f == REPORT_CSV);
-	CHECK(report__parse_format("JSON", &f) == -EINVAL);
-	CHECK(report__parse_format("tab", &f) == -EINVAL);
-	CHECK(report__parse_format("", &f) == -EINVAL);
+	CHECK(summary_format__parse("table", &f) == 0 && f == SUMMARY_TABLE);
+	CHECK(summary_format__parse("json", &f) == 0 && f == SUMMARY_JSON);
+	CHECK(summary_format__parse("csv", &f) == 0 && f == SUMMARY_CSV);
+	CHECK(summary_format__parse("JSON", &f) == -EINVAL);
+	CHECK(summary_format__parse("tab", &f) == -EINVAL);
+	CHECK(summary_format__parse("", &f) == -EINVAL);
 }
 
 static void test_table_basic(void)
@@ -114,7 +118,7 @@ static void test_table_basic(void)
 "| parse  |    3.00ms |           75.00 | 5.00ms |          4 | 1.01ms | 1.50ms | 1.50ms |\n"
 "| typeck |    1.00ms |           25.00 | 1.00ms |          1 | 1.00ms | 1.00ms | 1.00ms |\n"
 "+--------+-----------+-----------------+--------+------------+--------+--------+--------+\n";
-	struct report_opts o = { 0 };
+	struct summary_write_opts o = { 0 };
 	struct summary s;
 	char *out;
 
@@ -130,7 +134,7 @@ static void test_table_basic(void)
 	{
 		struct capture c;
 
-		CHECK(report__write(cap_open(&c), &s, NULL) == 0);
+		CHECK(summary_writer__write(cap_open(&c), &s, NULL) == 0);
 		out = cap_close(&c);
 		CHECK_STR(out, want);
 		free(out);
@@ -141,7 +145,7 @@ static void test_table_basic(void)
 static void test_table_columns(void)
 {
 	struct sp_query_stats hits = { .cache_hits = 7 };
-	struct report_opts o = { 0 };
+	struct summary_write_opts o = { 0 };
 	struct summary s;
 	char *out;
 
@@ -162,7 +166,7 @@ static void test_table_columns(void)
 
 static void test_table_percent_above(void)
 {
-	struct report_opts o = { .percent_above = 30.0 };
+	struct summary_write_opts o = { .percent_above = 30.0 };
 	struct summary s;
 	char *out;
 
@@ -206,7 +210,7 @@ static const char *line_of(const char *text, unsigned int n, char *buf,
 
 static void test_table_names(void)
 {
-	struct report_opts o = { 0 };
+	struct summary_write_opts o = { 0 };
 	struct summary s;
 	char longname[101], want[64], buf[512];
 	const char *l;
@@ -251,7 +255,7 @@ static void test_table_names(void)
 
 static void test_table_hist(void)
 {
-	struct report_opts o = { .hist = true };
+	struct summary_write_opts o = { .hist = true };
 	struct summary s;
 	char *out;
 
@@ -284,13 +288,13 @@ static void test_table_hist(void)
 
 static void test_warnings(void)
 {
-	struct report_opts o = { 0 };
+	struct summary_write_opts o = { 0 };
 	struct capture c;
 	struct summary s;
 	char *out;
 
 	basic_summary(&s);
-	CHECK(report__warn_errors(cap_open(&c), &s) == 0);
+	CHECK(table__warn_errors(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
 	CHECK_STR(out, "");
 	free(out);
@@ -312,7 +316,7 @@ static void test_warnings(void)
 /* JSON and CSV stay pure data: the warnings go to stderr. */
 static void test_warnings_stderr(void)
 {
-	struct report_opts o = { .format = REPORT_CSV };
+	struct summary_write_opts o = { .format = SUMMARY_CSV };
 	char err[1024] = "";
 	struct capture c;
 	struct summary s;
@@ -330,7 +334,7 @@ static void test_warnings_stderr(void)
 	fflush(stderr);
 	saved = dup(STDERR_FILENO);
 	dup2(fileno(tmp), STDERR_FILENO);
-	CHECK(report__write(cap_open(&c), &s, &o) == 0);
+	CHECK(summary_writer__write(cap_open(&c), &s, &o) == 0);
 	out = cap_close(&c);
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
@@ -396,7 +400,7 @@ static void test_json(void)
 	s.errors[SP_ERR_END_MISMATCH] = 3;
 	s.errors[SP_ERR_HIST_FULL] = 5;
 	s.lost = 6;
-	CHECK(json__write(cap_open(&c), &s) == 0);
+	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
 	CHECK(strncmp(out, "{\"duration_ns\":2010000000,"
 		      "\"total_self_ns\":4000000,", 49) == 0);
@@ -429,7 +433,7 @@ static void test_json_strings(void)
 	summary__init(&s);
 	summary__add_stats(&s, name, &hits);
 	summary__finish(&s);
-	CHECK(json__write(cap_open(&c), &s) == 0);
+	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
 	CHECK(strstr(out, want_raw) != NULL);
 	/* No invocations: min_ns is 0 whatever the source said. */
@@ -444,7 +448,7 @@ static void test_json_strings(void)
 	/* An empty summary is a valid document too. */
 	summary__init(&s);
 	summary__finish(&s);
-	CHECK(json__write(cap_open(&c), &s) == 0);
+	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
 	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);
 	free(out);
@@ -473,7 +477,7 @@ static void test_csv(void)
 	summary__add_stats(&s, "=plain", &b);
 	summary__finish(&s);
 	s.errors[SP_ERR_END_MISMATCH] = 1;	/* never in the CSV */
-	CHECK(csv__write(cap_open(&c), &s) == 0);
+	CHECK(csv_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
 	CHECK_STR(out, want);
 	free(out);
@@ -482,7 +486,7 @@ static void test_csv(void)
 
 static void test_write_errors(void)
 {
-	struct report_opts o = { 0 };
+	struct summary_write_opts o = { 0 };
 	struct capture c;
 	struct summary s;
 	FILE *full;
@@ -491,15 +495,15 @@ static void test_write_errors(void)
 	/* Not finished: refuse rather than print stale numbers. */
 	summary__init(&s);
 	add(&s, "x", 1, 1, 1, 1, 1);
-	CHECK(table__write(cap_open(&c), &s, &o) == -EINVAL);
+	CHECK(summary_writer__write(cap_open(&c), &s, &o) == -EINVAL);
 	free(cap_close(&c));
-	CHECK(json__write(cap_open(&c), &s) == -EINVAL);
+	CHECK(json_out__write(cap_open(&c), &s) == -EINVAL);
 	free(cap_close(&c));
-	CHECK(csv__write(cap_open(&c), &s) == -EINVAL);
+	CHECK(csv_out__write(cap_open(&c), &s) == -EINVAL);
 	free(cap_close(&c));
 	summary__finish(&s);
-	o.format = (enum report_format)42;
-	CHECK(report__write(cap_open(&c), &s, &o) == -EINVAL);
+	o.format = (enum summary_format)42;
+	CHECK(summary_writer__write(cap_open(&c), &s, &o) == -EINVAL);
 	out = cap_close(&c);
 	CHECK_STR(out, "");
 	free(out);
@@ -508,9 +512,9 @@ static void test_write_errors(void)
 	full = fopen("/dev/full", "w");
 	CHECK(full != NULL);
 	if (full) {
-		for (o.format = REPORT_TABLE; o.format <= REPORT_CSV;
+		for (o.format = SUMMARY_TABLE; o.format <= SUMMARY_CSV;
 		     o.format++) {
-			CHECK(report__write(full, &s, &o) == -EIO);
+			CHECK(summary_writer__write(full, &s, &o) == -EIO);
 			clearerr(full);
 		}
 		fclose(full);

@@ -75,14 +75,14 @@ typedef int (*cli_write_fn)(FILE *out, const void *ctx);
 int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx);
 
 struct summary;
-struct report_opts;
+struct summary_write_opts;
 struct mem_report;
 /* A finished summary in the chosen format. */
 int cli__write_summary(const char *path, bool force, const struct summary *s,
-		       const struct report_opts *ropts);
+		       const struct summary_write_opts *ropts);
 /* The memory report: alone (s NULL), or after the summary's table, or
  * merged into its JSON object. */
 int cli__write_mem(const char *path, bool force, const struct summary *s,
-		   const struct report_opts *ropts, const struct mem_report *r);
+		   const struct summary_write_opts *ropts, const struct mem_report *r);
 
 #endif /* SPTRACE_CLI_H */

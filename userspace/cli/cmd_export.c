@@ -13,7 +13,10 @@
 #include "export.h"
 #include "log.h"
 #include "output.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "summary.h"
 #include "trace_format.h"
 
@@ -62,7 +65,7 @@ static void warn_after(const char *path, struct trace_reader *r,
 	for (i = 0; i < SP_ERR__MAX; i++)
 		s.errors[i] = st->errors[i];
 	s.lost = ts.footer_lost;
-	report__warn_errors(stderr, &s);
+	table__warn_errors(stderr, &s);
 	if (st->open_at_end)
 		sp_info("%s: %llu intervals still open when the recording ended; "
 			"not exported", path, (unsigned long long)st->open_at_end);

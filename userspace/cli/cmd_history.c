@@ -13,11 +13,11 @@
 #include <time.h>
 #include "cli.h"
 #include "commands.h"
-#include "escape.h"
+#include "text.h"
 #include "history_db.h"
 #include "log.h"
 #include "output.h"
-#include "report.h"
+#include "text.h"
 #include "text_table.h"
 
 static const char usage[] =
@@ -55,7 +55,7 @@ static void json_str(FILE *out, const char *key, const char *v)
 {
 	fprintf(out, ",\"%s\":", key);
 	if (v)
-		escape__json(out, v);
+		text__json_string(out, v);
 	else
 		fputs("null", out);
 }
@@ -101,7 +101,7 @@ static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
 				v[i].nqueries, v[i].total_self_ns);
 		}
 		fputs("]}\n", out);
-		return report__flush(out);
+		return text__flush(out);
 	}
 	err = text_table__init(&tt, cols, sizeof(cols) / sizeof(cols[0]));
 	for (i = 0; !err && i < n; i++) {
@@ -111,9 +111,9 @@ static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
 
 		snprintf(id, sizeof(id), "%" PRId64, r->id);
 		fmt_time(t, sizeof(t), r->started_at);
-		report__fmt_ns(dur, sizeof(dur), r->duration_ns);
+		text__fmt_ns(dur, sizeof(dur), r->duration_ns);
 		snprintf(nq, sizeof(nq), "%" PRIu64, v[i].nqueries);
-		report__fmt_ns(self, sizeof(self), v[i].total_self_ns);
+		text__fmt_ns(self, sizeof(self), v[i].total_self_ns);
 		err = text_table__add_row(&tt, cells);
 	}
 	if (!err)
@@ -121,7 +121,7 @@ static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
 	text_table__free(&tt);
 	if (!err && !n)
 		fputs("(no runs)\n", out);
-	return err ? err : report__flush(out);
+	return err ? err : text__flush(out);
 }
 
 static int query_runs(FILE *out, const char *query,
@@ -142,7 +142,7 @@ static int query_runs(FILE *out, const char *query,
 
 	if (json) {
 		fputs("{\"query\":", out);
-		escape__json(out, query);
+		text__json_string(out, query);
 		fputs(",\"runs\":[", out);
 		for (i = 0; i < n; i++) {
 			fputs(i ? "," : "", out);
@@ -157,7 +157,7 @@ static int query_runs(FILE *out, const char *query,
 				fputs(",\"present\":false}", out);
 		}
 		fputs("]}\n", out);
-		return report__flush(out);
+		return text__flush(out);
 	}
 	for (i = 0; i < n; i++) {
 		if (!v[i].present)
@@ -181,9 +181,9 @@ static int query_runs(FILE *out, const char *query,
 		snprintf(id, sizeof(id), "%" PRId64, r->id);
 		fmt_time(t, sizeof(t), r->started_at);
 		if (v[i].present) {
-			report__fmt_ns(self, sizeof(self), v[i].self_ns);
+			text__fmt_ns(self, sizeof(self), v[i].self_ns);
 			snprintf(cnt, sizeof(cnt), "%" PRIu64, v[i].count);
-			report__fmt_ns(p99, sizeof(p99), v[i].p99_ns);
+			text__fmt_ns(p99, sizeof(p99), v[i].p99_ns);
 			cells[3] = self;
 			cells[4] = cnt;
 			cells[5] = p99;
@@ -199,11 +199,11 @@ static int query_runs(FILE *out, const char *query,
 		for (i = 0; i < n; i++)
 			fputs(v[i].present ? text_table__spark(v[i].self_ns, max)
 					   : " ", out);
-		report__fmt_ns(self, sizeof(self), min);
-		report__fmt_ns(p99, sizeof(p99), max);
+		text__fmt_ns(self, sizeof(self), min);
+		text__fmt_ns(p99, sizeof(p99), max);
 		fprintf(out, "  min %s, max %s\n", self, p99);
 	}
-	return err ? err : report__flush(out);
+	return err ? err : text__flush(out);
 }
 
 struct history_job {

@@ -12,12 +12,13 @@
 #include <string.h>
 #include "cli.h"
 #include "commands.h"
-#include "escape.h"
+#include "text.h"
 #include "latency_provider.h"
 #include "log.h"
 #include "parse.h"
 #include "output.h"
-#include "report.h"
+#include "table.h"
+#include "text.h"
 #include "session.h"
 #include "text_table.h"
 
@@ -177,9 +178,9 @@ static int latency_json(FILE *out, const struct latency_result *r)
 	unsigned int i;
 
 	fputs("{\"from\":", out);
-	escape__json(out, r->lo->from.spec);
+	text__json_string(out, r->lo->from.spec);
 	fputs(",\"to\":", out);
-	escape__json(out, r->lo->to.spec);
+	text__json_string(out, r->lo->to.spec);
 	json_u64(out, "duration_ns", r->duration_ns);
 	json_u64(out, "count", row->st.count);
 	json_u64(out, "total_ns", row->st.total_ns);
@@ -205,7 +206,7 @@ static int latency_json(FILE *out, const struct latency_result *r)
 		fprintf(out, "%s\"%s\":%" PRIu64, i ? "," : "",
 			latency__error_name(i), r->errors[i]);
 	fputs("}}\n", out);
-	return report__flush(out);
+	return text__flush(out);
 }
 
 static const char *const error_hints[SP_LAT_ERR__MAX] = {
@@ -250,11 +251,11 @@ static int latency_table(FILE *out, const struct latency_result *r)
 	}
 	snprintf(bufs[C_COUNT], NS_BUF, "%" PRIu64, (uint64_t)row->st.count);
 	if (row->st.count) {
-		report__fmt_ns(bufs[C_MIN], NS_BUF, row->st.min_ns);
-		report__fmt_ns(bufs[C_P50], NS_BUF, row->p50_ns);
-		report__fmt_ns(bufs[C_P90], NS_BUF, row->p90_ns);
-		report__fmt_ns(bufs[C_P99], NS_BUF, row->p99_ns);
-		report__fmt_ns(bufs[C_MAX], NS_BUF, row->st.max_ns);
+		text__fmt_ns(bufs[C_MIN], NS_BUF, row->st.min_ns);
+		text__fmt_ns(bufs[C_P50], NS_BUF, row->p50_ns);
+		text__fmt_ns(bufs[C_P90], NS_BUF, row->p90_ns);
+		text__fmt_ns(bufs[C_P99], NS_BUF, row->p99_ns);
+		text__fmt_ns(bufs[C_MAX], NS_BUF, row->st.max_ns);
 	} else {
 		for (c = C_MIN; c <= C_MAX; c++)
 			snprintf(bufs[c], NS_BUF, "-");
@@ -269,15 +270,15 @@ static int latency_table(FILE *out, const struct latency_result *r)
 	if (!err && !title)
 		err = -ENOMEM;
 	if (!err) {
-		report__fmt_ns(dur, sizeof(dur), r->duration_ns);
+		text__fmt_ns(dur, sizeof(dur), r->duration_ns);
 		fprintf(out, "sptrace latency: %s, duration %s\n", title, dur);
 		text_table__print(out, &t);
 		latency_warn(out, r);
-		err = report__hist_print(out, row);
+		err = table__hist_print(out, row);
 	}
 	free(title);
 	text_table__free(&t);
-	return err ? err : report__flush(out);
+	return err ? err : text__flush(out);
 }
 
 static int json_fn(FILE *out, const void *ctx)

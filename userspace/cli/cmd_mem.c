@@ -16,14 +16,17 @@
 #include "mem_provider.h"
 #include "mem_report.h"
 #include "output.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "session.h"
 #include "summary.h"
 
 struct mem_env {
 	struct session_opts so;
 	struct mem_opts mo;
-	enum report_format format;
+	enum summary_format format;
 	const char *output;
 	bool force;
 	unsigned int interval_ms;
@@ -117,7 +120,7 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 			continue;
 		switch (c) {
 		case 'f':
-			if (report__parse_format(optarg, &env->format)) {
+			if (summary_format__parse(optarg, &env->format)) {
 				sp_err("unknown format '%s' (expected table, json or csv)",
 				       optarg);
 				return -EINVAL;
@@ -178,7 +181,7 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 int cmd_mem(int argc, char **argv)
 {
 	struct mem_env env = {};
-	struct report_opts ropts = {};
+	struct summary_write_opts ropts = {};
 	struct session_provider p;
 	struct mem_provider mp;
 	struct mem_report r;

@@ -27,7 +27,10 @@
 #include "query.skel.h"
 #include "query_maps.h"
 #include "query_provider.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "session.h"
 #include "summary.h"
 #include "trace_format.h"
@@ -371,7 +374,7 @@ static void fill_header(struct trace_header *h, const struct record_env *env,
 
 static int write_live_summary(struct recorder *rec, const char *path)
 {
-	struct report_opts ro = { .format = REPORT_JSON };
+	struct summary_write_opts ro = { .format = SUMMARY_JSON };
 	struct summary s;
 	int err;
 

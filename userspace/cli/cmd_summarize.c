@@ -10,7 +10,10 @@
 #include "log.h"
 #include "output.h"
 #include "parse.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "summary.h"
 #include "trace_summary.h"
 
@@ -43,7 +46,7 @@ int cmd_summarize(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct report_opts ro = { .format = REPORT_TABLE };
+	struct summary_write_opts ro = { .format = SUMMARY_TABLE };
 	enum summary_sort sort = SORT_SELF;
 	const char *output = NULL;
 	bool force = false;
@@ -54,7 +57,7 @@ int cmd_summarize(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "f:o:s:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (report__parse_format(optarg, &ro.format)) {
+			if (summary_format__parse(optarg, &ro.format)) {
 				sp_err("unknown format '%s' (expected table, json or csv)",
 				       optarg);
 				return 1;

@@ -19,7 +19,10 @@
 #include "mem_provider.h"
 #include "output.h"
 #include "query_provider.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "session.h"
 #include "summary.h"
 
@@ -27,7 +30,7 @@ struct trace_env {
 	struct session_opts so;
 	const char *output;
 	bool force;
-	struct report_opts ropts;
+	struct summary_write_opts ropts;
 	enum summary_sort sort;
 	bool per_pid;
 	bool mem;		/* --mem: the memory report too */
@@ -123,7 +126,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 			continue;
 		switch (c) {
 		case 'f':
-			if (report__parse_format(optarg, &env->ropts.format)) {
+			if (summary_format__parse(optarg, &env->ropts.format)) {
 				sp_err("unknown format '%s' (expected table, json or csv)",
 				       optarg);
 				return -EINVAL;
@@ -176,11 +179,11 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 	}
 	if (optind < argc)
 		env->so.cmd = &argv[optind];
-	if (env->mem && env->ropts.format == REPORT_CSV) {
+	if (env->mem && env->ropts.format == SUMMARY_CSV) {
 		sp_err("--mem: a CSV file holds one table (use -f json, or sptrace mem -f csv)");
 		return -EINVAL;
 	}
-	if (env->interval && (env->mem || env->ropts.format == REPORT_CSV ||
+	if (env->interval && (env->mem || env->ropts.format == SUMMARY_CSV ||
 			      env->dbo.db)) {
 		sp_err("--interval: reports are tables or JSON lines (not with -f csv, --mem or --db)");
 		return -EINVAL;

@@ -7,7 +7,9 @@
 #include "log.h"
 #include "mem_report.h"
 #include "output.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
 #include "summary.h"
 
 int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx)
@@ -29,7 +31,7 @@ int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx)
 
 struct summary_job {
 	const struct summary *s;
-	const struct report_opts *ropts;
+	const struct summary_write_opts *ropts;
 	const struct mem_report *mr;
 };
 
@@ -37,11 +39,11 @@ static int summary_fn(FILE *out, const void *ctx)
 {
 	const struct summary_job *j = ctx;
 
-	return report__write(out, j->s, j->ropts);
+	return summary_writer__write(out, j->s, j->ropts);
 }
 
 int cli__write_summary(const char *path, bool force, const struct summary *s,
-		       const struct report_opts *ropts)
+		       const struct summary_write_opts *ropts)
 {
 	struct summary_job j = { .s = s, .ropts = ropts };
 
@@ -55,15 +57,15 @@ static int mem_fn(FILE *out, const void *ctx)
 
 	if (!j->s)
 		return mem_report__write(out, j->mr, j->ropts->format);
-	if (j->ropts->format == REPORT_JSON) {
-		err = json__write_with(out, j->s, mem_report__json_fields,
+	if (j->ropts->format == SUMMARY_JSON) {
+		err = json_out__write_with(out, j->s, mem_report__json_fields,
 				       (void *)j->mr);
 		if (!err)
-			report__warn_errors(stderr, j->s);
+			table__warn_errors(stderr, j->s);
 		mem_report__warn_errors(stderr, j->mr);
 		return err;
 	}
-	err = report__write(out, j->s, j->ropts);
+	err = summary_writer__write(out, j->s, j->ropts);
 	if (!err) {
 		fputc('\n', out);
 		err = mem_report__write(out, j->mr, j->ropts->format);
@@ -72,7 +74,7 @@ static int mem_fn(FILE *out, const void *ctx)
 }
 
 int cli__write_mem(const char *path, bool force, const struct summary *s,
-		   const struct report_opts *ropts, const struct mem_report *r)
+		   const struct summary_write_opts *ropts, const struct mem_report *r)
 {
 	struct summary_job j = { .s = s, .ropts = ropts, .mr = r };
 

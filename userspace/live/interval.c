@@ -14,7 +14,10 @@
 #include "clock.h"
 #include "log.h"
 #include "output.h"
-#include "report.h"
+#include "json_out.h"
+#include "summary_writer.h"
+#include "table.h"
+#include "text.h"
 #include "session.h"
 
 void interval__init(struct interval *iv)
@@ -237,7 +240,7 @@ static int write_json_line(FILE *out, const struct summary *s,
 	mem = open_memstream(&buf, &len);
 	if (!mem)
 		return -ENOMEM;
-	err = json__write_with(mem, s, json_meta, m);
+	err = json_out__write_with(mem, s, json_meta, m);
 	if (fclose(mem) && !err)
 		err = -ENOMEM;
 	if (!err) {
@@ -250,8 +253,8 @@ static int write_json_line(FILE *out, const struct summary *s,
 	}
 	free(buf);
 	if (!err)
-		report__warn_errors(stderr, s);
-	return err ? err : report__flush(out);
+		table__warn_errors(stderr, s);
+	return err ? err : text__flush(out);
 }
 
 static int tick(struct ticker *t, bool final)
@@ -289,18 +292,18 @@ static int tick(struct ticker *t, bool final)
 	m.interval_ns = cur.duration_ns - t->last_dur;
 	t->last_dur = cur.duration_ns;
 	gmtime_r(&wall, &m.tm);
-	if (io->ropts->format == REPORT_JSON) {
+	if (io->ropts->format == SUMMARY_JSON) {
 		err = write_json_line(t->out, &show, &m);
 	} else {
 		strftime(head, sizeof(head), "%H:%M:%S", &m.tm);
-		report__fmt_ns(dur, sizeof(dur), m.interval_ns);
+		text__fmt_ns(dur, sizeof(dur), m.interval_ns);
 		fprintf(t->out, "sptrace: %s UTC, tick %lu%s, interval %s, %s, %u queries\n",
 			head, t->tick, final ? " (final)" : "", dur,
 			io->cumulative ? "cumulative" : "per interval",
 			show.nrows);
-		err = report__write(t->out, &show, io->ropts);
+		err = summary_writer__write(t->out, &show, io->ropts);
 		if (!err)
-			err = report__flush(t->out);
+			err = text__flush(t->out);
 	}
 	if (err)
 		sp_err("%s: write failed: %s", io->output ? io->output : "stdout",

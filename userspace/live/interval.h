@@ -33,14 +33,14 @@ int interval__delta(struct interval *iv, const struct summary *cur,
 
 struct session;
 struct query_provider;
-struct report_opts;
+struct summary_write_opts;
 
 struct interval_opts {
 	double seconds;			/* > 0 */
 	bool cumulative;		/* totals since the start, not deltas */
 	bool per_pid;
 	int sort;			/* enum summary_sort */
-	const struct report_opts *ropts;	/* table or JSON (Lines) */
+	const struct summary_write_opts *ropts;	/* table or JSON (Lines) */
 	const char *output;		/* NULL/"-": stdout */
 	bool force;
 };

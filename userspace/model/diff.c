@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
-#include "escape.h"
-#include "report.h"
+#include "text.h"
+#include "text.h"
 #include "text_table.h"
 
 #define NAME_MAX_WIDTH 60
-/* Room for any report__fmt_ns() result ("18400000000s"). */
+/* Room for any text__fmt_ns() result ("18400000000s"). */
 #define NS_BUF 24
 /* A sign plus an NS_BUF figure, or a percentage (up to 1.8e21%). */
 #define CELL_BUF 32
@@ -111,7 +111,7 @@ char *diff__clean_name(const char *name)
 	if (!out)
 		return NULL;
 	for (p = name; *p; p += n) {
-		n = report__utf8_next(p, &cp);
+		n = text__utf8_next(p, &cp);
 		if (!n) {
 			memcpy(out + at, "\xef\xbf\xbd", 3);
 			at += 3;
@@ -242,7 +242,7 @@ static void fmt_delta_ns(char *buf, size_t len, uint64_t base, uint64_t new)
 	uint64_t mag;
 	bool neg = diff__delta(base, new, &mag);
 
-	report__fmt_ns(num, sizeof(num), mag);
+	text__fmt_ns(num, sizeof(num), mag);
 	snprintf(buf, len, "%s%s", mag ? (neg ? "-" : "+") : "", num);
 }
 
@@ -307,21 +307,21 @@ static int table_row(struct text_table *t, const struct diff_row *r,
 	text[C_ITEM] = r->name;
 	if (!total && r->status != DIFF_BOTH)
 		text[C_STATUS] = status_names[r->status];
-	report__fmt_ns(bufs[C_SELF], CELL_BUF, n->self_ns);
+	text__fmt_ns(bufs[C_SELF], CELL_BUF, n->self_ns);
 	fmt_delta_ns(bufs[C_SELF_D], CELL_BUF, b->self_ns, n->self_ns);
 	if (diff__self_pct(r, &pct))
 		fmt_pct(bufs[C_SELF_PCT], CELL_BUF, pct, "%");
 	else
 		text[C_SELF_PCT] = n->self_ns ? "new" : "-";
-	report__fmt_ns(bufs[C_TIME], CELL_BUF, n->total_ns);
+	text__fmt_ns(bufs[C_TIME], CELL_BUF, n->total_ns);
 	fmt_delta_ns(bufs[C_TIME_D], CELL_BUF, b->total_ns, n->total_ns);
 	snprintf(bufs[C_COUNT], CELL_BUF, "%" PRIu64, n->count);
 	fmt_delta_u64(bufs[C_COUNT_D], CELL_BUF, b->count, n->count);
 	snprintf(bufs[C_CACHE], CELL_BUF, "%" PRIu64, n->cache_hits);
 	fmt_delta_u64(bufs[C_CACHE_D], CELL_BUF, b->cache_hits, n->cache_hits);
-	report__fmt_ns(bufs[C_BLOCKED], CELL_BUF, n->blocked_ns);
+	text__fmt_ns(bufs[C_BLOCKED], CELL_BUF, n->blocked_ns);
 	fmt_delta_ns(bufs[C_BLOCKED_D], CELL_BUF, b->blocked_ns, n->blocked_ns);
-	report__fmt_ns(bufs[C_INCR], CELL_BUF, n->incr_load_ns);
+	text__fmt_ns(bufs[C_INCR], CELL_BUF, n->incr_load_ns);
 	fmt_delta_ns(bufs[C_INCR_D], CELL_BUF, b->incr_load_ns,
 		     n->incr_load_ns);
 	return text_table__add_row(t, text);
@@ -367,13 +367,13 @@ int diff__write_table(FILE *out, const struct diff *d, const char *base_name,
 	}
 	if (err)
 		goto cleanup;
-	report__fmt_ns(bdur, sizeof(bdur), d->base_duration_ns);
-	report__fmt_ns(ndur, sizeof(ndur), d->new_duration_ns);
+	text__fmt_ns(bdur, sizeof(bdur), d->base_duration_ns);
+	text__fmt_ns(ndur, sizeof(ndur), d->new_duration_ns);
 	fprintf(out, "sptrace diff: %s -> %s: %u queries (%u new, %u gone), "
 		"duration %s -> %s\n", bname, nname, d->nrows, d->nnew,
 		d->ngone, bdur, ndur);
 	text_table__print(out, &t);
-	err = report__flush(out);
+	err = text__flush(out);
 cleanup:
 	free(bname);
 	free(nname);
@@ -441,9 +441,9 @@ int diff__write_json(FILE *out, const struct diff *d, const char *base_name,
 	unsigned int i;
 
 	fputs("{\"base\":", out);
-	escape__json(out, base_name);
+	text__json_string(out, base_name);
 	fputs(",\"new\":", out);
-	escape__json(out, new_name);
+	text__json_string(out, new_name);
 	fprintf(out, ",\n\"duration_ns\":{\"base\":%" PRIu64 ",\"new\":%" PRIu64,
 		d->base_duration_ns, d->new_duration_ns);
 	json_delta(out, "delta", d->base_duration_ns, d->new_duration_ns, true);
@@ -454,11 +454,11 @@ int diff__write_json(FILE *out, const struct diff *d, const char *base_name,
 		const struct diff_row *r = &d->rows[i];
 
 		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
-		escape__json(out, r->name);
+		text__json_string(out, r->name);
 		fprintf(out, ",\"status\":\"%s\",", status_names[r->status]);
 		json_row_body(out, r);
 		fputc('}', out);
 	}
 	fputs("\n]}\n", out);
-	return report__flush(out);
+	return text__flush(out);
 }

@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "escape.h"
+#include "text.h"
 #include "mem_report.h"
 #include "text_table.h"
 
@@ -551,7 +551,7 @@ static int print_timeline(FILE *out, const struct mem_report *r)
 		      out);
 		return 0;
 	}
-	report__fmt_ns(step, sizeof(step), tl->interval_ns * tl->step);
+	text__fmt_ns(step, sizeof(step), tl->interval_ns * tl->step);
 	fprintf(out, "\nMemory over time (%u points, one per %s)\n", tl->n,
 		step);
 	spark_row(out, tl, 0, "RSS");
@@ -579,7 +579,7 @@ int mem_report__write_table(FILE *out, const struct mem_report *r)
 	if ((err = print_sites(out, r)))
 		return err;
 	print_timeline(out, r);
-	return report__flush(out);
+	return text__flush(out);
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -609,7 +609,7 @@ int mem_report__json_fields(FILE *out, void *ctx)
 	fputs(",\n\"types\":[", out);
 	for (i = 0; i < r->ntypes; i++) {
 		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
-		escape__json(out, r->types[i].name);
+		text__json_string(out, r->types[i].name);
 		json_figures(out, &r->types[i].f, true);
 		fputc('}', out);
 	}
@@ -630,10 +630,10 @@ int mem_report__json_fields(FILE *out, void *ctx)
 			ju64(out, "pid", t->pid, false);
 			ju64(out, "tid", t->tid, true);
 			fputs(",\"thread\":", out);
-			escape__json(out, t->thread);
+			text__json_string(out, t->thread);
 			fputs(",\"type\":", out);
 			if (t->type)
-				escape__json(out, t->type);
+				text__json_string(out, t->type);
 			else
 				fputs("null", out);
 			json_figures(out, &t->f, true);
@@ -649,11 +649,11 @@ int mem_report__json_fields(FILE *out, void *ctx)
 		for (j = 0; j < s->nframes; j++) {
 			if (j)
 				fputc(',', out);
-			escape__json(out, s->frames[j]);
+			text__json_string(out, s->frames[j]);
 		}
 		fputs("],\"type\":", out);
 		if (s->type)
-			escape__json(out, s->type);
+			text__json_string(out, s->type);
 		else
 			fputs("null", out);
 		ju64(out, "allocs", s->allocs, true);
@@ -695,7 +695,7 @@ int mem_report__write_json(FILE *out, const struct mem_report *r)
 	fputs(",\n", out);
 	mem_report__json_fields(out, (void *)r);
 	fputs("}\n", out);
-	return report__flush(out);
+	return text__flush(out);
 }
 
 /* ---- CSV ------------------------------------------------------------------- */
@@ -745,7 +745,7 @@ static void row_print(FILE *out, struct csv_row *row, uint32_t sampled)
 		if (i)
 			fputc(',', out);
 		if (row->s[i])
-			escape__csv(out, row->s[i]);
+			text__csv_field(out, row->s[i]);
 	}
 	fputc('\n', out);
 	memset(row, 0, sizeof(*row));
@@ -825,7 +825,7 @@ int mem_report__write_csv(FILE *out, const struct mem_report *r)
 		row_num(&row, C_COUNT, r->errors[i]);
 		row_print(out, &row, r->sampled);
 	}
-	return report__flush(out);
+	return text__flush(out);
 }
 
 void mem_report__warn_errors(FILE *err, const struct mem_report *r)
@@ -843,18 +843,18 @@ void mem_report__warn_errors(FILE *err, const struct mem_report *r)
 }
 
 int mem_report__write(FILE *out, const struct mem_report *r,
-		      enum report_format fmt)
+		      enum summary_format fmt)
 {
 	int err;
 
 	switch (fmt) {
-	case REPORT_TABLE:
+	case SUMMARY_TABLE:
 		err = mem_report__write_table(out, r);
 		break;
-	case REPORT_JSON:
+	case SUMMARY_JSON:
 		err = mem_report__write_json(out, r);
 		break;
-	case REPORT_CSV:
+	case SUMMARY_CSV:
 		err = mem_report__write_csv(out, r);
 		break;
 	default:

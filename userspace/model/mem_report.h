@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sptrace/mem_abi.h>
-#include "report.h"
+#include "summary_writer.h"
 
 /* Most timeline points kept; when full, neighbours merge. */
 #define MEM_TIMELINE_MAX 1024
@@ -105,7 +105,7 @@ const char *mem_report__error_name(unsigned int i);
 /* Tables (types, heap, threads, sites, timeline sparkline). 0 or -EIO. */
 int mem_report__write_table(FILE *out, const struct mem_report *r);
 /* The report's JSON fields without braces ("sampled":N,...), for
- * json__write_with(); ctx is the report. 0 or -EIO. */
+ * json_out__write_with(); ctx is the report. 0 or -EIO. */
 int mem_report__json_fields(FILE *out, void *ctx);
 /* The whole JSON object of `sptrace mem`. */
 int mem_report__write_json(FILE *out, const struct mem_report *r);
@@ -114,6 +114,6 @@ int mem_report__write_csv(FILE *out, const struct mem_report *r);
 void mem_report__warn_errors(FILE *err, const struct mem_report *r);
 /* In `fmt`: table, JSON or CSV, then the warnings on stderr. */
 int mem_report__write(FILE *out, const struct mem_report *r,
-		      enum report_format fmt);
+		      enum summary_format fmt);
 
 #endif /* SPTRACE_MEM_REPORT_H */

@@ -2,7 +2,7 @@
 /*
  * The CSV form of a finished summary: a pure table, one line per query with
  * the JSON query fields except the histogram. Error counters are not rows
- * here; report__write() prints them to stderr as warnings.
+ * here; summary_writer__write() prints them to stderr as warnings.
  *
  * Quoting follows RFC 4180 (a field holding a comma, quote, CR or LF is
  * quoted, quotes doubled); lines end in LF, which every CSV reader accepts.
@@ -11,8 +11,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-#include "escape.h"
-#include "report.h"
+#include "text.h"
+#include "csv_out.h"
+#include "text.h"
 
 static const char csv_header[] =
 	"name,count,self_ns,total_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,"
@@ -30,7 +31,7 @@ static void csv_query(FILE *out, const struct summary *s,
 {
 	const struct sp_query_stats *st = &r->st;
 
-	escape__csv(out, r->name);
+	text__csv_field(out, r->name);
 	if (s->per_pid)
 		csv_u64(out, r->pid);
 	csv_u64(out, st->count);
@@ -49,7 +50,7 @@ static void csv_query(FILE *out, const struct summary *s,
 	fputc('\n', out);
 }
 
-int csv__write(FILE *out, const struct summary *s)
+int csv_out__write(FILE *out, const struct summary *s)
 {
 	unsigned int i;
 
@@ -60,5 +61,5 @@ int csv__write(FILE *out, const struct summary *s)
 	fputs(csv_header + strlen("name"), out);
 	for (i = 0; i < s->nrows; i++)
 		csv_query(out, s, &s->rows[i]);
-	return report__flush(out);
+	return text__flush(out);
 }

@@ -18,10 +18,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "escape.h"
+#include "text.h"
 #include "export.h"
 #include "replay.h"
-#include "report.h"
+#include "table.h"
+#include "text.h"
 #include "summary.h"
 
 static const char *const kind_names[SP_EV__MAX] = {
@@ -87,7 +88,7 @@ static void chrome_begin(struct chrome *c, const char *ph, uint32_t name_id,
 		name = name_of(c->src, name_id);
 	fputs(c->first ? "\n{\"name\":" : ",\n{\"name\":", out);
 	c->first = false;
-	escape__json(out, name ? name : "[unknown]");
+	text__json_string(out, name ? name : "[unknown]");
 	if (cat)
 		fprintf(out, ",\"cat\":\"%s\"", cat);
 	fprintf(out, ",\"ph\":\"%s\",\"ts\":", ph);
@@ -127,15 +128,15 @@ static void chrome_other(FILE *out, const struct export_info *info,
 	fputs("\"otherData\":{\"producer\":\"sptrace\"", out);
 	if (info->source) {
 		fputs(",\"source\":", out);
-		escape__json(out, info->source);
+		text__json_string(out, info->source);
 	}
 	if (info->version) {
 		fputs(",\"version\":", out);
-		escape__json(out, info->version);
+		text__json_string(out, info->version);
 	}
 	if (info->cmdline && info->cmdline[0]) {
 		fputs(",\"cmdline\":", out);
-		escape__json(out, info->cmdline);
+		text__json_string(out, info->cmdline);
 	}
 	if (info->start_realtime_ns)
 		fprintf(out, ",\"start_realtime_ns\":\"%" PRIu64 "\"",
@@ -183,7 +184,7 @@ int export__chrome(FILE *out, const struct export_source *src,
 				     ev.pid, ev.tid);
 			name = name_of(src, ev.name_id);
 			fputs(",\"args\":{\"name\":", out);
-			escape__json(out, name ? name : "");
+			text__json_string(out, name ? name : "");
 			fputs("}}", out);
 		} else if (ev.kind == SP_EV_MARK) {
 			chrome_begin(&c, "i", ev.name_id, NULL, "mark", ev.ts_ns,
@@ -200,7 +201,7 @@ int export__chrome(FILE *out, const struct export_source *src,
 	fputs("\n],\n\"displayTimeUnit\":\"ns\",\n", out);
 	chrome_other(out, info, stats);
 	fputs("}\n", out);
-	return report__flush(out);
+	return text__flush(out);
 }
 
 /* ---- Folded stacks ---- */
@@ -316,7 +317,7 @@ static int put_frame(struct folded *f, uint32_t name_id, uint32_t kind)
 	else if (!*name)
 		name = "[empty]";
 	for (p = name; !err && *p; p += n) {
-		n = report__utf8_next(p, &cp);
+		n = text__utf8_next(p, &cp);
 		if (!n) {
 			err = buf_put(f, "\xef\xbf\xbd", 3);
 			n = 1;
@@ -456,7 +457,7 @@ static int folded_print(FILE *out, struct folded *f)
 	for (i = 0; i < n; i++)
 		fprintf(out, "%s %" PRIu64 "\n", f->stacks[i].key,
 			f->stacks[i].weight);
-	return report__flush(out);
+	return text__flush(out);
 }
 
 static void folded_free(struct folded *f)
@@ -540,12 +541,12 @@ int export__csv(FILE *out, const struct export_source *src,
 			fprintf(out, "unknown_%u", (unsigned int)ev.kind);
 		fputc(',', out);
 		name = name_of(src, ev.name_id);
-		escape__csv(out, name ? name : "");
+		text__csv_field(out, name ? name : "");
 		fprintf(out, ",%" PRIu64 ",%" PRIu64 "\n", ev.arg1, ev.arg2);
 	}
 	if (ret < 0)
 		return ret;
-	return report__flush(out);
+	return text__flush(out);
 }
 
 int export__write(FILE *out, enum export_format fmt,

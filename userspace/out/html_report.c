@@ -23,13 +23,13 @@
 #include "diff.h"
 #include "html_report.h"
 #include "mem_report.h"
-#include "report.h"
+#include "text.h"
 
 #ifndef SPTRACE_VERSION
 #define SPTRACE_VERSION "unknown"
 #endif
 
-/* Room for any report__fmt_ns() result. */
+/* Room for any text__fmt_ns() result. */
 #define NS_BUF 24
 
 static const char css[] =
@@ -313,7 +313,7 @@ void html_report__escape(FILE *out, const char *str)
 	int n;
 
 	while (*p) {
-		n = report__utf8_next(p, &cp);
+		n = text__utf8_next(p, &cp);
 		if (!n) {
 			fputs("\xef\xbf\xbd", out);
 			p++;
@@ -485,7 +485,7 @@ static void td_ns(FILE *out, uint64_t v)
 {
 	char buf[NS_BUF];
 
-	report__fmt_ns(buf, sizeof(buf), v);
+	text__fmt_ns(buf, sizeof(buf), v);
 	fprintf(out, "<td data-v=\"%" PRIu64 "\">%s</td>", v, buf);
 }
 
@@ -497,7 +497,7 @@ static void td_u64(FILE *out, uint64_t v)
 static void fmt_fig(char *buf, size_t len, uint64_t v, bool ns)
 {
 	if (ns)
-		report__fmt_ns(buf, len, v);
+		text__fmt_ns(buf, len, v);
 	else
 		snprintf(buf, len, "%" PRIu64, v);
 }
@@ -673,14 +673,14 @@ static void json_side(FILE *out, const struct sp_query_row *r)
 		uint64_t lo = sp_hist_bucket_lo(r->bins[i].bucket);
 		uint64_t hi = sp_hist_bucket_hi(r->bins[i].bucket);
 
-		report__fmt_ns(a, sizeof(a), lo);
-		report__fmt_ns(b, sizeof(b), hi);
+		text__fmt_ns(a, sizeof(a), lo);
+		text__fmt_ns(b, sizeof(b), hi);
 		fprintf(out, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",\"%s\",\"%s\"]",
 			i ? "," : "", lo, hi, (uint64_t)r->bins[i].count, a, b);
 	}
 	fputs("],\"st\":[", out);
 	for (i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
-		report__fmt_ns(a, sizeof(a), st[i]);
+		text__fmt_ns(a, sizeof(a), st[i]);
 		fprintf(out, "%s[%" PRIu64 ",\"%s\"]", i ? "," : "", st[i], a);
 	}
 	fputs("]}", out);
@@ -750,7 +750,7 @@ static void write_timeline(FILE *out, const struct mem_report *mr)
 	fprintf(out, "<text class=\"yl\" x=\"%.0f\" y=\"%.0f\">%s</text>"
 		"<text class=\"yl\" x=\"%.0f\" y=\"%.0f\">0</text>", L - 6, T + 4,
 		a, L - 6, H - B);
-	report__fmt_ns(a, sizeof(a), tmax);
+	text__fmt_ns(a, sizeof(a), tmax);
 	fprintf(out, "<text class=\"xl\" x=\"%.0f\" y=\"%.0f\">0s</text>"
 		"<text class=\"xl\" x=\"%.0f\" y=\"%.0f\">%s</text>", L,
 		H - B + 18, W - R, H - B + 18, a);
@@ -789,8 +789,8 @@ static void write_run_meta(FILE *out, const char *what,
 	const struct summary *s = r->s;
 	char dur[NS_BUF], self[NS_BUF];
 
-	report__fmt_ns(dur, sizeof(dur), s->duration_ns);
-	report__fmt_ns(self, sizeof(self), s->total_self_ns);
+	text__fmt_ns(dur, sizeof(dur), s->duration_ns);
+	text__fmt_ns(self, sizeof(self), s->total_self_ns);
 	fprintf(out, "<div>%s: <span class=\"runname\">", what);
 	html_report__escape(out, r->name ? r->name : "-");
 	fprintf(out, "</span>, duration %s, %u queries, self time %s",
@@ -858,5 +858,5 @@ int html_report__write(FILE *out, const char *title, const struct html_run *run,
 	fprintf(out, "<footer>sptrace " SPTRACE_VERSION "</footer>\n<script>\n%s"
 		"</script>\n</body>\n</html>\n", script);
 	model_free(&m);
-	return report__flush(out);
+	return text__flush(out);
 }

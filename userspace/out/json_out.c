@@ -11,8 +11,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include "escape.h"
-#include "report.h"
+#include "text.h"
+#include "json_out.h"
+#include "text.h"
 
 static void json_u64(FILE *out, const char *key, uint64_t v, bool comma)
 {
@@ -42,7 +43,7 @@ static void json_query(FILE *out, const struct summary *s,
 	const struct sp_query_stats *st = &r->st;
 
 	fputs("{\"name\":", out);
-	escape__json(out, r->name);
+	text__json_string(out, r->name);
 	if (s->per_pid)
 		json_u64(out, "pid", r->pid, true);
 	json_u64(out, "count", st->count, true);
@@ -63,12 +64,12 @@ static void json_query(FILE *out, const struct summary *s,
 	fputc('}', out);
 }
 
-int json__write(FILE *out, const struct summary *s)
+int json_out__write(FILE *out, const struct summary *s)
 {
-	return json__write_with(out, s, NULL, NULL);
+	return json_out__write_with(out, s, NULL, NULL);
 }
 
-int json__write_with(FILE *out, const struct summary *s,
+int json_out__write_with(FILE *out, const struct summary *s,
 		     int (*extra)(FILE *, void *), void *ctx)
 {
 	unsigned int i;
@@ -98,5 +99,5 @@ int json__write_with(FILE *out, const struct summary *s,
 			return err;
 	}
 	fputs("}\n", out);
-	return report__flush(out);
+	return text__flush(out);
 }

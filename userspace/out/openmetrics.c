@@ -19,7 +19,7 @@
 #include <string.h>
 #include "mem_report.h"
 #include "openmetrics.h"
-#include "report.h"
+#include "text.h"
 
 const uint64_t om_bounds_ns[OM_NBOUNDS] = {
 	1000, 2000, 5000, 10000, 20000, 50000,
@@ -136,7 +136,7 @@ static void put_label_value(struct om_buf *b, const char *s, bool tag)
 
 	put(b, "\"", 1);
 	while (*p) {
-		n = report__utf8_next(p, &cp);
+		n = text__utf8_next(p, &cp);
 		if (!n) {
 			put(b, "\xef\xbf\xbd", 3);
 			bad = true;

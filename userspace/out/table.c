@@ -2,85 +2,26 @@
 /*
  * The boxed table sptrace prints by default (the layout of measureme's
  * `summarize`, drawn by text_table.c) with optional ASCII latency
- * histograms, plus the report__* entry points and helpers that json_out.c
- * and csv_out.c share.
+ * histograms, and the error-counter warnings people read.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report.h"
+#include "table.h"
+#include "text.h"
 #include "text_table.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
 /* Widest name column, in terminal cells; longer names end in "...". */
 #define NAME_MAX_WIDTH 60
 #define BAR_WIDTH 40
-/* Room for any report__fmt_ns() result ("18400000000s"). */
-#define NS_BUF 24
+#define NS_BUF TEXT_NS_BUF
 /* Histogram display rows: [0, 1) and one per power of two up to 2^64. */
 #define HIST_GROUPS 65
-
-static const char *const format_names[] = {
-	[REPORT_TABLE] = "table",
-	[REPORT_JSON] = "json",
-	[REPORT_CSV] = "csv",
-};
-
-int report__parse_format(const char *str, enum report_format *fmt)
-{
-	unsigned int i;
-
-	for (i = 0; str && i < ARRAY_SIZE(format_names); i++) {
-		if (!strcmp(str, format_names[i])) {
-			*fmt = (enum report_format)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-int report__flush(FILE *out)
-{
-	/* ferror() too: an earlier failed write may have been followed by
-	 * successful ones, and fflush() only reports its own. */
-	if (fflush(out) || ferror(out))
-		return -EIO;
-	return 0;
-}
-
-int report__write(FILE *out, const struct summary *s,
-		  const struct report_opts *opts)
-{
-	static const struct report_opts defaults;
-	int err;
-
-	if (!opts)
-		opts = &defaults;
-	switch (opts->format) {
-	case REPORT_TABLE:
-		return table__write(out, s, opts);
-	case REPORT_JSON:
-		err = json__write(out, s);
-		break;
-	case REPORT_CSV:
-		err = csv__write(out, s);
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (err)
-		return err;
-	/* Kept out of `out` so a JSON or CSV file stays one clean document
-	 * (the counters are in the JSON too). The report is written by now:
-	 * a failure to warn on stderr is not a failure to write it. */
-	report__warn_errors(stderr, s);
-	return 0;
-}
 
 static const char *const error_hints[SP_ERR__MAX] = {
 	[SP_ERR_END_WITHOUT_BEGIN] =
@@ -107,7 +48,7 @@ static const char *const error_hints[SP_ERR__MAX] = {
 		"--func frames unwound by longjmp or an exception; their time went to the caller",
 };
 
-int report__warn_errors(FILE *err, const struct summary *s)
+int table__warn_errors(FILE *err, const struct summary *s)
 {
 	unsigned int i;
 
@@ -120,85 +61,7 @@ int report__warn_errors(FILE *err, const struct summary *s)
 	if (s->lost)
 		fprintf(err, "sptrace: warning: %" PRIu64 " lost events (dropped before "
 			"sptrace read them: figures undercount)\n", s->lost);
-	return report__flush(err);
-}
-
-void report__fmt_ns(char *buf, size_t len, uint64_t ns)
-{
-	static const char *const units[] = { "us", "ms", "s" };
-	uint64_t m, scale = 1;
-	unsigned int e = 0, u, i;
-	int ip;
-
-	if (ns < 1000) {
-		snprintf(buf, len, "%" PRIu64 "ns", ns);
-		return;
-	}
-	/* Integer rounding to 3 significant digits: m in [100, 999] times
-	 * 10^(e-2); doubles would print 9.995us as "10.00us". */
-	for (m = ns; m >= 10; m /= 10)
-		e++;
-	for (i = 0; i < e - 2; i++)
-		scale *= 10;
-	m = ns / scale;
-	if (ns % scale >= scale / 2)
-		m++;
-	if (m == 1000) {
-		m = 100;
-		e++;
-	}
-	u = e < 6 ? 0 : e < 9 ? 1 : 2;
-	ip = (int)e - 3 * (int)(u + 1);	/* digits before the point, - 1 */
-	if (ip == 0) {
-		snprintf(buf, len, "%" PRIu64 ".%02" PRIu64 "%s",
-			 m / 100, m % 100, units[u]);
-	} else if (ip == 1) {
-		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 "%s",
-			 m / 10, m % 10, units[u]);
-	} else {
-		for (; ip > 2; ip--)
-			m *= 10;
-		snprintf(buf, len, "%" PRIu64 "%s", m, units[u]);
-	}
-}
-
-int report__utf8_next(const char *str, uint32_t *cp)
-{
-	const unsigned char *p = (const unsigned char *)str;
-	uint32_t c, min;
-	int n, i;
-
-	if (p[0] < 0x80) {
-		*cp = p[0];
-		return 1;
-	}
-	if (p[0] < 0xc2)	/* continuation byte, or overlong C0/C1 lead */
-		return 0;
-	if (p[0] < 0xe0) {
-		n = 2;
-		c = p[0] & 0x1f;
-		min = 0x80;
-	} else if (p[0] < 0xf0) {
-		n = 3;
-		c = p[0] & 0x0f;
-		min = 0x800;
-	} else if (p[0] < 0xf5) {
-		n = 4;
-		c = p[0] & 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	/* A NUL is no continuation byte, so this never reads past it. */
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (p[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
+	return text__flush(err);
 }
 
 enum col {
@@ -235,7 +98,7 @@ static double self_pct(const struct summary *s, uint64_t self_ns)
 }
 
 static bool row_shown(const struct summary *s, const struct sp_query_row *r,
-		      const struct report_opts *opts)
+		      const struct table_opts *opts)
 {
 	return opts->percent_above <= 0.0 ||
 	       self_pct(s, r->st.self_ns) > opts->percent_above;
@@ -270,13 +133,13 @@ static void cell(const struct summary *s, const struct line *l, enum col c,
 
 	switch (c) {
 	case COL_SELF:
-		report__fmt_ns(buf, len, st->self_ns);
+		text__fmt_ns(buf, len, st->self_ns);
 		break;
 	case COL_PCT:
 		snprintf(buf, len, "%.2f", self_pct(s, st->self_ns));
 		break;
 	case COL_TIME:
-		report__fmt_ns(buf, len, st->total_ns);
+		text__fmt_ns(buf, len, st->total_ns);
 		break;
 	case COL_COUNT:
 		snprintf(buf, len, "%" PRIu64, (uint64_t)st->count);
@@ -285,21 +148,21 @@ static void cell(const struct summary *s, const struct line *l, enum col c,
 		snprintf(buf, len, "%" PRIu64, (uint64_t)st->cache_hits);
 		break;
 	case COL_BLOCKED:
-		report__fmt_ns(buf, len, st->blocked_ns);
+		text__fmt_ns(buf, len, st->blocked_ns);
 		break;
 	case COL_INCR:
-		report__fmt_ns(buf, len, st->incr_load_ns);
+		text__fmt_ns(buf, len, st->incr_load_ns);
 		break;
 	case COL_P50:
 	case COL_P99:
 		if (l->total)
 			snprintf(buf, len, "-");
 		else
-			report__fmt_ns(buf, len, c == COL_P50 ? l->p50_ns :
+			text__fmt_ns(buf, len, c == COL_P50 ? l->p50_ns :
 							      l->p99_ns);
 		break;
 	case COL_MAX:
-		report__fmt_ns(buf, len, st->max_ns);
+		text__fmt_ns(buf, len, st->max_ns);
 		break;
 	default:
 		buf[0] = '\0';
@@ -337,7 +200,7 @@ static int line_add(struct text_table *t, const struct summary *s,
 /* Item is left-aligned and cut at NAME_MAX_WIDTH, figures right-aligned;
  * optional columns hidden when zero for every query. */
 static int table_build(struct text_table *t, const struct summary *s,
-		       const struct report_opts *opts)
+		       const struct table_opts *opts)
 {
 	struct sp_query_stats total = { 0 };
 	struct text_col cols[NCOLS];
@@ -400,8 +263,8 @@ static void group_label(char *buf, size_t len, unsigned int g)
 {
 	char lo[NS_BUF], hi[NS_BUF];
 
-	report__fmt_ns(lo, sizeof(lo), group_lo(g));
-	report__fmt_ns(hi, sizeof(hi), group_hi(g));
+	text__fmt_ns(lo, sizeof(lo), group_lo(g));
+	text__fmt_ns(hi, sizeof(hi), group_hi(g));
 	snprintf(buf, len, "[%s, %s)", lo, hi);
 }
 
@@ -436,7 +299,7 @@ static void hist_bars(FILE *out, const uint64_t *groups, unsigned int first,
  * (like bpftrace's hist()); a fine bin never straddles a power of two, so the
  * merge is exact. Empty rows at either end are trimmed.
  */
-int report__hist_print(FILE *out, const struct sp_query_row *r)
+int table__hist_print(FILE *out, const struct sp_query_row *r)
 {
 	uint64_t groups[HIST_GROUPS] = { 0 }, max = 0;
 	unsigned int i, g, first = HIST_GROUPS, last = 0, w;
@@ -464,10 +327,10 @@ int report__hist_print(FILE *out, const struct sp_query_row *r)
 	if (!name)
 		return -ENOMEM;
 	snprintf(cnt, sizeof(cnt), "%" PRIu64, (uint64_t)r->st.count);
-	report__fmt_ns(p50, sizeof(p50), r->p50_ns);
-	report__fmt_ns(p90, sizeof(p90), r->p90_ns);
-	report__fmt_ns(p99, sizeof(p99), r->p99_ns);
-	report__fmt_ns(mx, sizeof(mx), r->st.max_ns);
+	text__fmt_ns(p50, sizeof(p50), r->p50_ns);
+	text__fmt_ns(p90, sizeof(p90), r->p90_ns);
+	text__fmt_ns(p99, sizeof(p99), r->p99_ns);
+	text__fmt_ns(mx, sizeof(mx), r->st.max_ns);
 	fprintf(out, "\n%s  (count %s, p50 %s, p90 %s, p99 %s, max %s)\n",
 		name, cnt, p50, p90, p99, mx);
 	free(name);
@@ -476,9 +339,9 @@ int report__hist_print(FILE *out, const struct sp_query_row *r)
 }
 
 int table__write(FILE *out, const struct summary *s,
-		 const struct report_opts *opts)
+		 const struct table_opts *opts)
 {
-	static const struct report_opts defaults;
+	static const struct table_opts defaults;
 	char dur[NS_BUF];
 	struct text_table t;
 	unsigned int i;
@@ -492,18 +355,18 @@ int table__write(FILE *out, const struct summary *s,
 	if (err)
 		goto cleanup;
 
-	report__fmt_ns(dur, sizeof(dur), s->duration_ns);
+	text__fmt_ns(dur, sizeof(dur), s->duration_ns);
 	fprintf(out, "sptrace: %u queries, duration %s\n", s->nrows, dur);
-	/* A stream error shows in report__flush(). */
+	/* A stream error shows in text__flush(). */
 	text_table__print(out, &t);
 
-	err = report__warn_errors(out, s);
+	err = table__warn_errors(out, s);
 	for (i = 0; !err && opts->hist && i < s->nrows; i++) {
 		if (row_shown(s, &s->rows[i], opts))
-			err = report__hist_print(out, &s->rows[i]);
+			err = table__hist_print(out, &s->rows[i]);
 	}
 	if (!err)
-		err = report__flush(out);
+		err = text__flush(out);
 cleanup:
 	text_table__free(&t);
 	return err;

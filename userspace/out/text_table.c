@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report.h"
+#include "text.h"
 #include "text_table.h"
 
 /*
@@ -61,7 +61,7 @@ static size_t display_piece(const char *p, char *out, size_t *outlen,
 		*outlen = *w = 2;
 		return 1;
 	}
-	n = report__utf8_next(p, &cp);
+	n = text__utf8_next(p, &cp);
 	if (n && !cp_unsafe(cp)) {
 		memcpy(out, p, n);
 		*outlen = n;

@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include "json_summary.h"
 #include "mem_report.h"
-#include "report.h"
+#include "text.h"
 
 #define HINT_SYNTAX "not valid JSON"
 #define HINT_SCHEMA "not an sptrace -f json summary"
@@ -316,13 +316,13 @@ static int jp_string(struct jp *jp)
 				return err;
 			continue;
 		}
-		/* report__utf8_next() reads at most the n bytes checked here. */
+		/* text__utf8_next() reads at most the n bytes checked here. */
 		n = utf8_lead_len((unsigned char)c);
 		if (n && (size_t)(jp->end - jp->p) < n) {
 			jp->p = jp->end;
 			return jp_syntax(jp, "unterminated string");
 		}
-		if (!n || report__utf8_next(jp->p, &cp) != (int)n)
+		if (!n || text__utf8_next(jp->p, &cp) != (int)n)
 			return jp_syntax(jp, "invalid UTF-8 in a string");
 		err = str_put(jp, jp->p, n);
 		if (err)
