@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Small harness for sptrace's end-to-end tests: run the real sptrace on
 real host programs, check figures against ground truth, and print one
-'N passed, N failed' line. Needs root (BPF); without it the test skips
-(exit 77) outside CI and fails in CI."""
+'N passed, N failed' line (followed by ', N skipped' when a part was
+skipped). Needs root (BPF) and the tools a test names; without them the
+test skips (exit 77) outside CI and fails in CI (see in_ci())."""
 import json
 import os
 import subprocess
@@ -12,17 +13,46 @@ import tempfile
 SPTRACE = os.environ.get("SPTRACE", "sptrace")
 _passed = 0
 _failed = 0
+_skipped = 0
+
+
+def in_ci():
+    """True when CI is set to anything but empty, "0", "false" or "no"
+    (any case): CI=1, CI=True and CI=yes all count, so an inherited
+    spelling cannot turn a failure back into a skip."""
+    v = os.environ.get("CI", "").strip().lower()
+    return v not in ("", "0", "false", "no")
+
+
+def require(ok, msg):
+    """A whole test needs something (root, a tool): without it, exit 77
+    (skip) outside CI, exit 1 (fail) in CI."""
+    if ok:
+        return
+    if in_ci():
+        print("FAIL: needs " + msg + " (CI: tests must not skip)")
+        sys.exit(1)
+    print("SKIP: needs " + msg)
+    sys.exit(77)
+
+
+def optional(ok, msg):
+    """A part of a test needs a tool: returns ok. Without it the part is
+    skipped outside CI (and finish() exits 77 once every check passed)
+    and is a failed check in CI."""
+    global _skipped
+    if ok:
+        return True
+    if in_ci():
+        check(False, "needs " + msg + " (CI: tests must not skip)")
+    else:
+        _skipped += 1
+        print("SKIP part: needs " + msg)
+    return False
 
 
 def require_bpf():
-    if os.geteuid() == 0:
-        return
-    msg = "needs root to load BPF programs"
-    if os.environ.get("CI") == "true":
-        print("FAIL: " + msg + " (CI=true: BPF tests must not skip)")
-        sys.exit(1)
-    print("SKIP: " + msg)
-    sys.exit(77)
+    require(os.geteuid() == 0, "root to load BPF programs")
 
 
 _buffer = None
@@ -127,5 +157,11 @@ def retry_timing(fn, attempts=3):
 
 
 def finish():
-    print("%d passed, %d failed" % (_passed, _failed))
-    sys.exit(1 if _failed else 0)
+    line = "%d passed, %d failed" % (_passed, _failed)
+    print(line + (", %d skipped" % _skipped if _skipped else ""))
+    if not _passed and not _failed:
+        print("FAIL no check ran")
+        sys.exit(1)
+    if _failed:
+        sys.exit(1)
+    sys.exit(77 if _skipped else 0)

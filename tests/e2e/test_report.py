@@ -7,12 +7,11 @@ in REPORT_ARTIFACTS (the build's meson-logs)."""
 import http.server
 import json
 import os
-import sys
 import threading
 import time
 
-from sptest import (SPTRACE, check, eq, finish, require_bpf, rows, run,
-                    tmpfile, trace_json)
+from sptest import (SPTRACE, check, eq, finish, require, require_bpf, rows,
+                    run, tmpfile, trace_json)
 import webdriver
 
 GT = os.environ["GT_HOST"]
@@ -22,14 +21,8 @@ ARTIFACTS = os.environ.get("REPORT_ARTIFACTS", ".")
 PAYLOAD = "</script><img src=x onerror=window.__pwned=1>"
 
 require_bpf()
-if not webdriver.available():
-    msg = "needs %s and %s (Debian: chromium, chromium-driver)" % (
-        webdriver.CHROMIUM, webdriver.CHROMEDRIVER)
-    if os.environ.get("CI") == "true":
-        print("FAIL: " + msg + " (CI=true: the browser test must not skip)")
-        sys.exit(1)
-    print("SKIP: " + msg)
-    sys.exit(77)
+require(webdriver.available(), "%s and %s (Debian: chromium, "
+        "chromium-driver)" % (webdriver.CHROMIUM, webdriver.CHROMEDRIVER))
 
 _cleanup = []
 
