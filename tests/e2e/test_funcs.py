@@ -7,7 +7,8 @@ exceptions are refused (a throw through a return probe aborts them)."""
 import json
 import os
 
-from sptest import SPTRACE, check, eq, finish, require_bpf, rows, run, tmpfile
+from sptest import (SPTRACE, check, eq, finish, host_truth, require_bpf, rows,
+                    run, tmpfile)
 
 FUNCS = os.environ["FUNCS_HOST"]
 FUNCS_CPP = os.environ["FUNCS_CPP_HOST"]
@@ -32,7 +33,19 @@ r, e = rows(s), s["errors"]
 eq(r["fn_leaf"]["count"], 2 * N, "C: fn_leaf count")
 eq(r["fn_outer"]["count"], N, "C: fn_outer count")
 eq(r["fn_rec"]["count"], 5 * N, "C: recursion, every level")
-check(r["fn_outer"]["self_ns"] < r["fn_outer"]["total_ns"], "C: nested time is not self time")
+# Times against the host's own clock: each total between the sum of the
+# function's bodies and the sum of its calls, as the host read them.
+t = host_truth(p.stdout)
+for fn in ("fn_leaf", "fn_outer"):
+    lo, hi = t[fn + "_in_ns"], t[fn + "_out_ns"]
+    check(0 < lo <= r[fn]["total_ns"] <= hi,
+          "C: %s total %d ns within the host's body %d and call %d ns" %
+          (fn, r[fn]["total_ns"], lo, hi))
+# fn_leaf is only called by fn_outer: what is not fn_outer's own time is
+# exactly fn_leaf's.
+eq(r["fn_outer"]["total_ns"] - r["fn_outer"]["self_ns"], r["fn_leaf"]["total_ns"],
+   "C: fn_outer's total - self is its child fn_leaf's total, exactly")
+eq(r["fn_leaf"]["self_ns"], r["fn_leaf"]["total_ns"], "C: a leaf's self is its total")
 check("fn_jump_outer" not in r, "C: longjmp'ed functions never return")
 # the last iteration's two frames are still open when the thread exits
 eq((e["func_unwound"], e["thread_exit_open"]), (2 * N - 2, 2),

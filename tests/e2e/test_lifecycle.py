@@ -95,10 +95,16 @@ class Trace:
 
 
 def host_json(line):
-    return json.loads(line) if line and line.startswith("{") else {}
+    """The host's truth line; a missing or empty one is a failed check
+    (exact() would otherwise have nothing to compare)."""
+    truth = json.loads(line) if line and line.startswith("{") else {}
+    check(truth.get("queries"), "host printed its counts (%r)" % line[:200])
+    return truth
 
 
 def exact(s, truth, what):
+    check(s is not None, "%s: JSON summary written" % what)
+    check(truth.get("queries"), "%s: the host's counts to compare" % what)
     r = rows(s) if s else {}
     for name, n in sorted(truth.get("queries", {}).items()):
         eq(r.get(name, {}).get("count"), n, "%s: %s count" % (what, name))
@@ -142,7 +148,7 @@ host.kill()
 host.wait()
 s = t.finish()
 eq(t.p.returncode, 0, "kill: sptrace exit status")
-if s:
+if check(s is not None, "JSON summary written (test_lifecycle.py:145)"):
     r = rows(s)
     e = s["errors"]
     check(r.get("soak_outer", {}).get("count", 0) > 0, "kill: rows reported")
@@ -199,7 +205,7 @@ no_errors(s, "exec other")
 s, after = exec_case([LIFE, "threads", "4", "10"], "exec self", False)
 # The same file: its uprobes stay, so the new image's queries are counted,
 # exactly (the uprobes belong to the process, not to its old image).
-if s:
+if check(s is not None, "JSON summary written (test_lifecycle.py:202)"):
     eq(rows(s).get("life_thread", {}).get("count"),
        after["queries"]["life_thread"], "exec self: the new image's row")
 no_errors(s, "exec self")

@@ -21,6 +21,8 @@ def summarize_json(path, *extra):
     try:
         return p, json.loads(p.stdout)
     except ValueError:
+        check(False, "summarize -f json %s: JSON (rc %d, %r)" % (
+            path, p.returncode, p.stderr.strip()[-200:]))
         return p, None
 
 
@@ -38,7 +40,7 @@ def test_record_equals_live():
         a = json.load(f)
     p, b = summarize_json(spt)
     eq(p.returncode, 0, "summarize: exit 0")
-    if not b:
+    if b is None:
         return
     ra, rb = rows(a), rows(b)
     eq(sorted(ra), sorted(rb), "same queries live and recorded")
@@ -71,7 +73,8 @@ def test_ground_truth():
     truth = host_truth(p.stdout)
     p, s = summarize_json(spt)
     os.unlink(spt)
-    if not s:
+    eq(p.returncode, 0, "gt summarize: exit 0")
+    if s is None:
         return
     r = rows(s)
     eq(r["outer"]["count"], 20, "gt: outer count")
@@ -91,7 +94,7 @@ def test_filters():
     eq(p.returncode, 0, "--events query: exit 0")
     p, s = summarize_json(spt)
     os.unlink(spt)
-    if s:
+    if check(s is not None, "JSON summary written (test_record.py:94)"):
         r = rows(s)
         eq(r["inner"]["count"], 10, "--events query: queries recorded")
         eq(r["inner"]["cache_hits"], 0, "--events query: no cache hits recorded")
@@ -99,7 +102,7 @@ def test_filters():
     p, spt = record(["--", GT, "--threads", "1", "5"], "--only", "inner,lib_query")
     p, s = summarize_json(spt)
     os.unlink(spt)
-    if s:
+    if check(s is not None, "JSON summary written (test_record.py:102)"):
         eq(sorted(rows(s)), ["inner", "lib_query"], "--only keeps those names")
         eq(rows(s)["inner"]["cache_hits"], 15, "--only: cache hits of inner kept")
     p = run([SPTRACE, "record", "-o", tmpfile(), "--events", "query,bogus",
@@ -120,7 +123,7 @@ def test_pid_record():
     eq(tracer.wait(timeout=30), 0, "record -p: stops when the target exits")
     p, s = summarize_json(spt)
     os.unlink(spt)
-    if s:
+    if check(s is not None, "JSON summary written (test_record.py:123)"):
         eq(rows(s)["outer"]["count"], 10, "record -p: outer count")
 
 

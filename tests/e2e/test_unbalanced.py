@@ -10,7 +10,7 @@ HOST = os.environ["UNBALANCED_HOST"]
 require_bpf()
 p, s = trace_json(["--", HOST, "events"])
 eq(p.returncode, 0, "events: exit 0")
-if s:
+if check(s is not None, "JSON summary written (test_unbalanced.py:13)"):
     r, e = rows(s), s["errors"]
     eq(r["good"]["count"], 10, "good row exact among unbalanced events")
     eq(e["end_without_begin"], 3, "END without BEGIN counted")
@@ -32,7 +32,7 @@ for word in ("end_without_begin", "end_mismatch", "stack_overflow",
 # 40 distinct queries, 3 times each, into a map of 16 rows.
 p, s = trace_json(["--max-queries", "16", "--", HOST, "many", "40", "3"])
 eq(p.returncode, 0, "map full: exit 0")
-if s:
+if check(s is not None, "JSON summary written (test_unbalanced.py:35)"):
     r = rows(s)
     eq(len(r), 16, "map full: 16 rows kept")
     check(all(q["count"] == 3 for q in s["queries"]),

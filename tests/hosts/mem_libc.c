@@ -2,8 +2,10 @@
 /*
  * libc-allocator host: no sp probes at all; `sptrace mem` must find every
  * figure through malloc & co. Built with frame pointers and without
- * sanitizers (they replace malloc). Ground truth, on top of whatever libc
- * itself allocates before main (the "none" mode measures that):
+ * sanitizers (they replace malloc). Ground truth: the calls below, and
+ * nothing from libc before main, which the host checks itself: it writes
+ * "premain_heap_bytes=N" (mallinfo2() at the top of main, 0 when libc has
+ * allocated nothing) to stderr without allocating.
  *
  *   basic   leak_site():        10 x malloc(100), never freed
  *           temp_site():        20 x malloc(64), all live at once, freed
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -161,8 +164,14 @@ static NOINLINE void loop(long n)
 
 int main(int argc, char **argv)
 {
-	char line[16];
-	int a = 1;
+	struct mallinfo2 mi = mallinfo2();
+	char line[64];
+	int a = 1, len;
+
+	len = snprintf(line, sizeof(line), "premain_heap_bytes=%zu\n",
+		       mi.uordblks + mi.hblkhd);
+	if (write(2, line, (size_t)len) != len)
+		return 2;
 
 	if (argc > a && !strcmp(argv[a], "wait")) {
 		if (!fgets(line, sizeof(line), stdin))

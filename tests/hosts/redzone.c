@@ -6,6 +6,8 @@
  * pushes onto the stack: with the sp probe site (%rsp stepped down 128
  * bytes around the nop) the red zone survives; with a naive nop5 site (the
  * negative control, "naive" mode) it is overwritten and results go wrong.
+ * rz_flat keeps nothing in its red zone: the control of the test's check
+ * that the other two really do.
  *
  *   redzone safe|naive CALLS      prints "wrong=K calls=N"
  *   redzone phases CALLS P        one process, P rounds of CALLS safe calls:
@@ -60,6 +62,19 @@ __attribute__((noinline)) unsigned long rz_safe(unsigned long x)
 __attribute__((noinline)) unsigned long rz_naive(unsigned long x)
 {
 	RZ_BODY(NAIVE_SITE(query_begin, "rz"), NAIVE_SITE(query_end, "rz"));
+}
+
+/* Probes around two values that fit in registers: nothing is kept in the
+ * red zone. Never called; the test's red-zone precondition must reject it,
+ * or that precondition could not fail. */
+__attribute__((noinline, used)) unsigned long rz_flat(unsigned long x)
+{
+	unsigned long a = x * 3, b = x * 5 + 1;
+
+	SP_QUERY_BEGIN("rz_flat");
+	__asm__ __volatile__("" : "+r"(a), "+r"(b));
+	SP_QUERY_END("rz_flat");
+	return a ^ b;
 }
 
 __attribute__((noinline)) unsigned long rz_expected(unsigned long x)
