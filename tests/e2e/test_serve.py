@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 
 from fleet_metrics import parse, scrape, start_serve, stop_serve, value
-from sptest import (SPTRACE, check, close, eq, finish, host_truth, optional,
+from sptest import (SPTRACE, check, eq, finish, host_truth, optional,
                     require_bpf, run)
 
 HOST = os.environ["FLEET_HOST"]
@@ -76,10 +76,14 @@ def test_counts_and_lifecycle(url, serve):
     check_histograms(s, t1["pid"], "host 1")
     lat = value(s, "sptrace_query_latency_seconds_sum", query="q00000",
                 pid=t1["pid"])
-    # 1 ms busy-waits timed by the host inside the probes: within 5%
-    # (the probes' own cost is in sptrace's figure).
-    close(lat or 0, t1["q00000_latency_sum_ns"] / 1e9,
-          "host 1: histogram _sum is the invocations' time", rel=0.05)
+    # 1 ms busy-waits timed by the host inside the probes: sptrace's
+    # intervals enclose the host's readings, so its sum is at least the
+    # host's (less 1 us for the exposition's rounding) and exceeds it only
+    # by the probes' own cost: under 1% (10 us per 1 ms query; 0.3% seen).
+    host_s = t1["q00000_latency_sum_ns"] / 1e9
+    check(lat is not None and host_s - 1e-6 <= lat <= host_s * 1.01,
+          "host 1: histogram _sum %s s in [host's %.6f s, +1%%]" %
+          (lat, host_s))
     tot = value(s, "sptrace_query_time_seconds_total", query="q00000",
                 pid=t1["pid"])
     slf = value(s, "sptrace_query_self_seconds_total", query="q00000",
@@ -303,9 +307,8 @@ def test_many_processes():
         if s:
             eq(value(s, "sptrace_map_full_total"), 0.0,
                "20 x 3 rows through a 16-row map: nothing lost")
-            check((value(s, "sptrace_exited_processes_total") or 0) >= 20,
-                  "20 processes seen exiting (%s)" %
-                  value(s, "sptrace_exited_processes_total"))
+            eq(value(s, "sptrace_exited_processes_total"), 20.0,
+               "20 processes seen exiting, each once")
             for q in ("q00000", "q00001", "q00002"):
                 eq(value(s, "sptrace_query_invocations_total", query=q,
                          pid=0), float(n),
