@@ -4,7 +4,7 @@
  * with known counts and latencies, over as many distinct names as asked.
  *
  *   fleet_host [--names N] [--rounds K] [--pause-ms M] [--spin-us U]
- *              [--slow-every S --slow-us V] [--wait]
+ *              [--slow-every S --slow-us V] [--wait] [--times FILE]
  *
  * One round: for each of the N names (heap strings "q00000", "q00001",
  * ...) one query of U us (busy-wait) and one cache hit. Every S-th round
@@ -13,9 +13,13 @@
  * every query begun is ended). --wait: print "ready PID" and start on
  * SIGUSR1. At the end it prints one JSON line: rounds, names, per-name
  * invocations and cache hits, the latency of every query of q00000 and
- * the time the rounds took.
+ * the time the rounds took. --times FILE: one line per query of q00000,
+ * "END_REALTIME_NS LATENCY_NS", its latency on the host's clock inside the
+ * probes and the CLOCK_REALTIME right after its END probe (what a scrape's
+ * timestamp is compared with), written at the end.
  */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +45,9 @@ int main(int argc, char **argv)
 {
 	long names = 4, rounds = 0, pause_ms = 10, spin_us = 100;
 	long slow_every = 0, slow_us = 0, k, i;
-	uint64_t lat_sum = 0, t0, t1, start;
+	uint64_t lat_sum = 0, t0, t1, start, (*times)[2] = NULL;
+	size_t ntimes = 0, cap = 0;
+	const char *times_path = NULL;
 	int wait = 0;
 	char **v;
 
@@ -60,6 +66,8 @@ int main(int argc, char **argv)
 			slow_every = atol(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--slow-us"))
 			slow_us = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--times"))
+			times_path = argv[++i];
 		else {
 			fprintf(stderr, "fleet_host: bad argument '%s'\n", argv[i]);
 			return 2;
@@ -101,6 +109,20 @@ int main(int argc, char **argv)
 			SP_CACHE_HIT(v[i]);
 			if (i == 0)
 				lat_sum += t1 - t0;
+			if (i == 0 && times_path) {
+				struct timespec rt;
+
+				clock_gettime(CLOCK_REALTIME, &rt);
+				if (ntimes == cap) {
+					cap = cap ? 2 * cap : 4096;
+					times = realloc(times, cap * sizeof(*times));
+					if (!times)
+						return 1;
+				}
+				times[ntimes][0] = (uint64_t)rt.tv_sec * 1000000000ull +
+						   (uint64_t)rt.tv_nsec;
+				times[ntimes++][1] = t1 - t0;
+			}
 		}
 		if (pause_ms)
 			usleep((useconds_t)pause_ms * 1000);
@@ -110,6 +132,19 @@ int main(int argc, char **argv)
 	       "\"elapsed_ns\":%llu}\n",
 	       (int)getpid(), k, names, k, k, (unsigned long long)lat_sum,
 	       (unsigned long long)(gt_now() - start));
+	if (times_path) {
+		FILE *f = fopen(times_path, "w");
+		size_t j;
+
+		if (!f)
+			return 1;
+		for (j = 0; j < ntimes; j++)
+			fprintf(f, "%llu %llu\n", (unsigned long long)times[j][0],
+				(unsigned long long)times[j][1]);
+		if (fclose(f))
+			return 1;
+		free(times);
+	}
 	for (i = 0; i < names; i++)
 		free(v[i]);
 	free(v);
