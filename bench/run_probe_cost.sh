@@ -4,17 +4,25 @@
 # run_probe_cost.sh BUILD_DIR: what an sp probe costs, as ratios between
 # loops timed in this one run (absolute ns differ between machines, ratios
 # much less). Needs root (uprobes), the meson build of bench/probe_cost and
-# userspace/sptrace, and bpftrace for the comparison rows. About 30 s.
+# userspace/sptrace, and bpftrace for the comparison rows: on the Debian 12
+# VM of ./example.sh, `sudo ./example.sh` then `sudo apt-get install
+# bpftrace`. About a minute.
 #
-# Rows (ns per loop iteration, fastest of several runs for the cheap ones):
+# Rows (ns per loop iteration; every row the fastest of the same number of
+# timed runs inside one process, R_LOOP untraced, R_TRACED traced):
 #   empty loop, sp pair untraced, bare getppid syscall, sp pair traced by
-#   sptrace, sdt pair untraced and traced by bpftrace (per-thread start,
-#   per-name sum + count: about the work sptrace's BPF does), and the sp pair
+#   sptrace, sdt pair untraced and traced by bpftrace, and the sp pair
 #   traced by that same bpftrace script, which separates what the probe site
 #   (sp's 5-byte nop vs sdt's 1-byte nop) and the tracer each contribute.
+#   The bpftrace script does the work sptrace's BPF does per pair: a
+#   per-thread start, and per name *pointer* (no string copy) a sum, a
+#   count and a histogram.
+#
+# Every traced row is checked before it is printed: the tracer counted
+# exactly the pairs the loop ran (N x runs), or the bench fails.
 #
 # Loop sizes can be changed from the environment: N_LOOP, N_SYSCALL,
-# N_TRACED, N_BPFTRACE.
+# N_TRACED (the traced loops, sptrace and bpftrace alike).
 set -euo pipefail
 
 prog=${0##*/}
@@ -33,12 +41,11 @@ sptrace=$build/userspace/sptrace
 [ -x "$sptrace" ] || die "$sptrace: not found or not executable (meson compile -C $1)"
 [ "$(id -u)" -eq 0 ] || die "must run as root: attaching uprobes needs it"
 bpftrace=$(command -v bpftrace || true)
-[ -n "$bpftrace" ] || warn "bpftrace not found: skipping the bpftrace rows"
+[ -n "$bpftrace" ] || warn "bpftrace not found: skipping the bpftrace rows (apt-get install bpftrace)"
 
 N_LOOP=${N_LOOP:-50000000}	# empty and untraced pair loops, x R_LOOP x 3
 N_SYSCALL=${N_SYSCALL:-1000000}	# x R_SYSCALL
-N_TRACED=${N_TRACED:-1000000}	# sp pair under sptrace, x R_TRACED
-N_BPFTRACE=${N_BPFTRACE:-1000000}	# each pair under bpftrace, once
+N_TRACED=${N_TRACED:-1000000}	# each traced pair loop, x R_TRACED
 R_LOOP=5
 R_SYSCALL=3
 R_TRACED=3
@@ -66,19 +73,25 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 
 row() { printf '  %-40s %10.2f\n' "$1" "$2"; }
 
-# A bpftrace script doing what sptrace does per pair: remember the start per
-# thread, add the duration and a count per name at the end.
+# A bpftrace script doing what sptrace's BPF does per pair: remember the
+# start per thread, and at the end add the duration, a count and a
+# histogram bucket, keyed by the name's pointer as sptrace keys its rows
+# (sptrace reads a name's string once per pointer, in userspace).
 bt_script() { # PROVIDER BEGIN END
 	local p=$pc
 	printf 'usdt:%s:%s:%s { @s[tid] = nsecs; } ' "$p" "$1" "$2"
-	printf 'usdt:%s:%s:%s /@s[tid]/ { @t[str(arg0)] = sum(nsecs - @s[tid]); @c[str(arg0)] = count(); delete(@s[tid]); }' "$p" "$1" "$3"
+	printf 'usdt:%s:%s:%s /@s[tid]/ { $d = nsecs - @s[tid]; @t[arg0] = sum($d); @c[arg0] = count(); @h[arg0] = hist($d); delete(@s[tid]); }' "$p" "$1" "$3"
 }
 
-# bt_measure LABEL PROVIDER BEGIN END MODE: the MODE loop under bpftrace.
+pairs=$((N_TRACED * R_TRACED))
+
+# bt_measure LABEL PROVIDER BEGIN END MODE: the MODE loop under bpftrace,
+# R_TRACED timed runs as for sptrace; fails unless bpftrace counted every
+# pair under one pointer.
 bt_measure() {
-	measure "$1" "$bpftrace" -e "$(bt_script "$2" "$3" "$4")" -c "$pc $5 $N_BPFTRACE"
-	grep -q "^@c\[bench\]: $N_BPFTRACE\$" <<<"$out" ||
-		warn "$1: bpftrace did not count $N_BPFTRACE pairs: the figure is not for a traced loop"
+	measure "$1" "$bpftrace" -e "$(bt_script "$2" "$3" "$4")" -c "$pc $5 $N_TRACED $R_TRACED"
+	grep -q "^@c\[[0-9]*\]: $pairs\$" <<<"$out" ||
+		die "$1: bpftrace did not count the loop's $pairs pairs: $(grep '^@c' <<<"$out" | head -3)"
 }
 
 echo "probe_cost: ns per loop iteration ($pc)"
@@ -103,9 +116,11 @@ measure "syscall" "$pc" syscall "$N_SYSCALL" "$R_SYSCALL"
 sys=$ns
 row "bare syscall (getppid)" "$sys"
 
-measure "sp pair, sptrace" "$sptrace" -- "$pc" pair "$N_TRACED" "$R_TRACED"
+measure "sp pair, sptrace" "$sptrace" -f csv -- "$pc" pair "$N_TRACED" "$R_TRACED"
 sp_traced=$ns
-grep -q 'traced=1' <<<"$out" || warn "sptrace had not enabled the probes when the loop started: the figure is not for a traced loop"
+grep -q 'traced=1' <<<"$out" || die "sptrace had not enabled the probes when the loop started"
+grep -q "^bench,$pairs," <<<"$out" ||
+	die "sptrace did not count the loop's $pairs pairs: $(grep '^bench,' <<<"$out")"
 row "sp pair, traced by sptrace" "$sp_traced"
 
 if [ -n "$bpftrace" ]; then

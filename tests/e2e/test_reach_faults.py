@@ -107,13 +107,17 @@ def maps_has(pid, path):
 
 
 # 1. Targets that exit while sptrace attaches: one clear line, or a normal
-# report; never a crash or a hang.
+# report; never a crash or a hang. An error is right only for a target that
+# was gone before sptrace gave up: sptrace must have run at least as long
+# as the target lived (MS after it was started).
 outcomes = {"report": 0, "error": 0}
 for ms in [0, 5, 20, 100, 300, 600, 900, 1200, 1500, 2000, 3000]:
+    t_host = time.time()
     host = subprocess.Popen([FOLLOW, "--live", str(ms)], stdout=subprocess.PIPE,
                             text=True)
     out = tmpfile(".json")
     p = run([SPTRACE, "-p", str(host.pid), "-f", "json", "-o", out], timeout=60)
+    t_end = time.time()
     host.wait(timeout=30)
     truth = json.loads(host.stdout.read())["count"]
     what = "exit during attach (%d ms)" % ms
@@ -131,11 +135,16 @@ for ms in [0, 5, 20, 100, 300, 600, 900, 1200, 1500, 2000, 3000]:
         outcomes["error"] += 1
         if os.path.exists(out):
             os.unlink(out)
+        check(t_end - t_host >= ms / 1000.0, "%s: an error only once the "
+              "target is gone (sptrace ended %.0f ms after its start)" %
+              (what, 1000 * (t_end - t_host)))
         check(p.returncode == 1 and len(lines) == 1 and
               re.search(r"pid %d: (exited|no such process)" % host.pid, lines[0]),
               "%s: exit 1 with one clear line (rc %d, %r)"
               % (what, p.returncode, p.stderr.strip()))
 print("note: exit-during-attach outcomes: %r" % outcomes)
+check(outcomes["report"] > 0, "exit during attach: the longer-lived targets "
+      "were traced (%r)" % outcomes)
 
 # A zombie (exited, not reaped): its pid exists, its memory does not.
 z = subprocess.Popen([FOLLOW, "--live", "0"], stdout=subprocess.DEVNULL)
