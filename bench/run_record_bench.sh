@@ -3,7 +3,12 @@
 #
 # run_record_bench.sh BUILD_DIR: what recording costs, as figures measured
 # in this one run. Needs root and the meson build (bench/probe_cost,
-# examples/query_engine, userspace/sptrace). About a minute.
+# examples/query_engine, userspace/sptrace): `sudo ./example.sh` on the
+# Debian 12 VM builds them. About a minute.
+#
+# Every figure is checked before it is printed: event counts come from the
+# programs traced (query_engine's own totals, probe_cost's loop size), and
+# the bench fails when sptrace's figures differ from them.
 #
 #   - bytes per event on disk, recording the query-engine example;
 #   - cost per probe event recorded, as a ratio to a bare syscall and to
@@ -29,16 +34,29 @@ trap 'rm -rf "$tmp"' EXIT
 ns_of() { sed -n 's/.*ns_per_iter=\([0-9.]*\).*/\1/p' | tail -n 1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-# 1. bytes per event on a realistic workload
-"$sp" record -o "$tmp/qe.spt" -- "$qe" -q -j 4 >/dev/null 2>&1
-events=$("$sp" export --csv "$tmp/qe.spt" -o - | tail -n +2 | wc -l)
+# 1. bytes per event on a realistic workload. query_engine prints its own
+# totals; its query events are 2 per query, incr load and blocked
+# interval, 1 per cache hit. The trace may also hold a few thread names.
+"$sp" record -o "$tmp/qe.spt" -- "$qe" -q -j 4 >"$tmp/qe.out" 2>&1 ||
+	die "recording query_engine failed: $(tail -n 3 "$tmp/qe.out")"
+events=$(sed -n 's/.* queries=\([0-9]*\) cache_hits=\([0-9]*\) incr_loads=\([0-9]*\) blocked=\([0-9]*\).*/\1 \2 \3 \4/p' "$tmp/qe.out" |
+	awk '{ print 2 * $1 + $2 + 2 * $3 + 2 * $4 }')
+[ -n "$events" ] && [ "$events" -gt 0 ] || die "query_engine printed no totals: $(tail -n 3 "$tmp/qe.out")"
+in_file=$("$sp" export --csv "$tmp/qe.spt" -o - | tail -n +2 | wc -l)
+[ "$in_file" -ge "$events" ] && [ "$in_file" -le $((events + 64)) ] ||
+	die "the trace holds $in_file events, query_engine made $events (+ thread names)"
 bytes=$(stat -c %s "$tmp/qe.spt")
 
 # 2. cost per event: the pair loop untraced-syscall, live, recorded
 N=${N_PAIRS:-1000000}
 sys=$("$pc" syscall "$N" 3 | ns_of)
-live=$("$sp" -o /dev/null --force -- "$pc" pair "$N" 3 2>/dev/null | ns_of)
+live_out=$("$sp" -f csv -- "$pc" pair "$N" 3 2>/dev/null)
+grep -q "^bench,$((3 * N))," <<<"$live_out" ||
+	die "live: sptrace did not count the loop's $((3 * N)) pairs: $(grep '^bench,' <<<"$live_out")"
+live=$(ns_of <<<"$live_out")
 rec=$("$sp" record -o "$tmp/pair.spt" -- "$pc" pair "$N" 3 2>/dev/null | ns_of)
+"$sp" summarize -f csv "$tmp/pair.spt" | grep -q "^bench,$((3 * N))," ||
+	die "record: the trace does not hold the loop's $((3 * N)) pairs"
 
 # 3. summarize throughput on >= 10 M events (5 M pairs), and 4. the
 # recorder's peak RSS meanwhile, read from /proc while it runs.
@@ -55,8 +73,13 @@ wait "$recorder" || die "recording $BIG pairs failed"
 t0=$(date +%s.%N)
 "$sp" summarize -f json "$tmp/big.spt" >"$tmp/big.json"
 t1=$(date +%s.%N)
-big_events=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(2*q["count"] for q in d["queries"]))' "$tmp/big.json")
+# The loop's own count: BIG pairs, 2 events each. summarize must find them
+# all (a lost event is reported, and then the figure is not printed).
+big_events=$((2 * BIG))
+big_count=$(python3 -c 'import json,sys; print(sum(q["count"] for q in json.load(open(sys.argv[1]))["queries"]))' "$tmp/big.json")
 big_lost=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["errors"]["lost"])' "$tmp/big.json")
+[ "$big_count" = "$BIG" ] && [ "$big_lost" = 0 ] ||
+	die "the big trace holds $big_count of the loop's $BIG pairs ($big_lost events lost): no throughput figure"
 
 echo "record bench ($build)"
 printf '  %-46s %s\n' "bytes per event on disk (query_engine)" "$(ratio "$bytes" "$events") ($bytes bytes, $events events)"
