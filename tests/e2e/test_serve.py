@@ -183,12 +183,18 @@ def status_of(resp):
 
 
 def test_bad_requests(url):
+    # libmicrohttpd 0.9.75 (Debian 12) answers three of these itself, not
+    # as the hand-written server did: a request line without a target is
+    # closed unanswered (None), an unknown HTTP version is 505 (RFC 9110),
+    # and a header line that starts with NUL ends the header block, so
+    # that request is served (the connection closes after the answer:
+    # nothing can follow it). docs/fleet.md says so.
     cases = [
-        (b"GARBAGE\r\n\r\n", 400),
-        (b"GET /metrics HTTP/9.9\r\n\r\n", 400),
+        (b"GARBAGE\r\n\r\n", None),
+        (b"GET /metrics HTTP/9.9\r\n\r\n", 505),
         (b"GET metrics HTTP/1.1\r\n\r\n", 400),
         (b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", 400),
-        (b"GET /metrics HTTP/1.1\r\n\x00\x01\x02\r\n\r\n", 400),
+        (b"GET /metrics HTTP/1.1\r\n\x00\x01\x02\r\n\r\n", 200),
         (b"GET /nope HTTP/1.1\r\n\r\n", 404),
         (b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405),
         (b"GET /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", 413),
@@ -271,7 +277,8 @@ def test_load(url, serve):
         parse(text)
         check(text.endswith("\n"), "full scrape after clients hung up")
         s = samples(url)
-        check((value(s, "sptrace_http_rejected_requests_total") or 0) >= 9,
+        # The 8 malformed requests above that were not served.
+        check((value(s, "sptrace_http_rejected_requests_total") or 0) >= 8,
               "rejected requests counted")
         n1 = value(s, "sptrace_query_invocations_total", query="q00000",
                    pid=big.pid) or 0

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of userspace/openmetrics.c (and the address policy of
- * http_server.c): every exposition is parsed back by a strict checker
+ * serve_http.c): every exposition is parsed back by a strict checker
  * (line grammar, escapes, UTF-8, families declared once before their
  * samples, no duplicate series, # EOF), hostile names stay distinct
  * series, histograms are cumulative with +Inf == _count and the sum the
@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
-#include "http_server.h"
+#include "serve_http.h"
 #include "mem_report.h"
 #include "openmetrics.h"
 #include "csv_out.h"
@@ -508,25 +508,25 @@ static void test_listen_policy(void)
 	socklen_t len;
 	char err[256];
 
-	CHECK(http_server__parse_addr("127.0.0.1:9464", &ss, &len, err, sizeof(err)) == 0);
-	CHECK(http_server__is_loopback(&ss));
-	CHECK(http_server__parse_addr("localhost:0", &ss, &len, err, sizeof(err)) == 0);
-	CHECK(http_server__is_loopback(&ss));
-	CHECK(http_server__parse_addr("[::1]:9464", &ss, &len, err, sizeof(err)) == 0);
-	CHECK(http_server__is_loopback(&ss));
-	CHECK(http_server__parse_addr("0.0.0.0:9464", &ss, &len, err, sizeof(err)) == 0);
-	CHECK(!http_server__is_loopback(&ss));
-	CHECK(http_server__parse_addr("[::]:9464", &ss, &len, err, sizeof(err)) == 0);
-	CHECK(!http_server__is_loopback(&ss));
-	CHECK(http_server__parse_addr("10.1.2.3:80", &ss, &len, err, sizeof(err)) == 0);
-	CHECK(!http_server__is_loopback(&ss));
+	CHECK(serve_http__parse_addr("127.0.0.1:9464", &ss, &len, err, sizeof(err)) == 0);
+	CHECK(serve_http__is_loopback(&ss));
+	CHECK(serve_http__parse_addr("localhost:0", &ss, &len, err, sizeof(err)) == 0);
+	CHECK(serve_http__is_loopback(&ss));
+	CHECK(serve_http__parse_addr("[::1]:9464", &ss, &len, err, sizeof(err)) == 0);
+	CHECK(serve_http__is_loopback(&ss));
+	CHECK(serve_http__parse_addr("0.0.0.0:9464", &ss, &len, err, sizeof(err)) == 0);
+	CHECK(!serve_http__is_loopback(&ss));
+	CHECK(serve_http__parse_addr("[::]:9464", &ss, &len, err, sizeof(err)) == 0);
+	CHECK(!serve_http__is_loopback(&ss));
+	CHECK(serve_http__parse_addr("10.1.2.3:80", &ss, &len, err, sizeof(err)) == 0);
+	CHECK(!serve_http__is_loopback(&ss));
 	/* Never an address sptrace would have to choose. */
-	CHECK(http_server__parse_addr(":9464", &ss, &len, err, sizeof(err)) == -EINVAL);
-	CHECK(http_server__parse_addr("example.com:80", &ss, &len, err, sizeof(err)) == -EINVAL);
-	CHECK(http_server__parse_addr("9464", &ss, &len, err, sizeof(err)) == -EINVAL);
-	CHECK(http_server__parse_addr("127.0.0.1:65536", &ss, &len, err, sizeof(err)) == -EINVAL);
-	CHECK(http_server__parse_addr("127.0.0.1:", &ss, &len, err, sizeof(err)) == -EINVAL);
-	CHECK(http_server__parse_addr("[::1]9464", &ss, &len, err, sizeof(err)) == -EINVAL);
+	CHECK(serve_http__parse_addr(":9464", &ss, &len, err, sizeof(err)) == -EINVAL);
+	CHECK(serve_http__parse_addr("example.com:80", &ss, &len, err, sizeof(err)) == -EINVAL);
+	CHECK(serve_http__parse_addr("9464", &ss, &len, err, sizeof(err)) == -EINVAL);
+	CHECK(serve_http__parse_addr("127.0.0.1:65536", &ss, &len, err, sizeof(err)) == -EINVAL);
+	CHECK(serve_http__parse_addr("127.0.0.1:", &ss, &len, err, sizeof(err)) == -EINVAL);
+	CHECK(serve_http__parse_addr("[::1]9464", &ss, &len, err, sizeof(err)) == -EINVAL);
 }
 
 int main(void)

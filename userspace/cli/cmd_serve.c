@@ -2,8 +2,9 @@
 /*
  * `sptrace serve`: keeps the probes attached and serves the figures at
  * /metrics in the OpenMetrics / Prometheus text format (docs/fleet.md).
- * The HTTP server's epoll fd is polled by the session's own wait loop, so
- * serving and tracing share one thread and neither waits for the other.
+ * The HTTP server (libmicrohttpd, serve_http.c) is polled by the session's
+ * own wait loop, so serving and tracing share one thread and the maps are
+ * read by the thread that owns them.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,12 +17,12 @@
 #include "clock.h"
 #include "commands.h"
 #include "fleet.h"
-#include "http_server.h"
 #include "log.h"
 #include "parse.h"
 #include "mem_provider.h"
 #include "openmetrics.h"
 #include "query_provider.h"
+#include "serve_http.h"
 #include "session.h"
 #include "summary.h"
 
@@ -44,8 +45,8 @@ struct serve {
 	struct mem_provider mp;
 	bool mem;
 	struct fleet fleet;
-	struct http_server srv;
-	struct http_body *cache[2];	/* [openmetrics] */
+	struct serve_http srv;
+	struct serve_body *cache[2];	/* [openmetrics] */
 	uint64_t cache_ns[2];
 	uint64_t last_read_ns;
 	size_t last_len;		/* the last body's size: the next one's */
@@ -158,12 +159,12 @@ static int proc_cmp(const void *a, const void *b)
 }
 
 /* Reads the maps and renders one exposition; NULL on error (reported). */
-static struct http_body *render(struct serve *sv, bool openmetrics)
+static struct serve_body *render(struct serve *sv, bool openmetrics)
 {
 	struct om_health h = {};
 	struct om_process *procs = NULL;
 	struct om_buf b = {};
-	struct http_body *body = NULL;
+	struct serve_body *body = NULL;
 	struct mem_report mr;
 	struct summary s;
 	uint64_t t0 = now_ns();
@@ -218,15 +219,11 @@ static struct http_body *render(struct serve *sv, bool openmetrics)
 	});
 	if (err)
 		goto cleanup;
-	body = calloc(1, sizeof(*body));
-	if (!body)
-		goto cleanup;
-	*body = (struct http_body){
-		.refs = 1, .data = b.p, .len = b.len,
-		.content_type = openmetrics__content_type(openmetrics),
-	};
+	sv->last_len = b.len;
+	/* Takes b.p, even when it fails. */
+	body = serve_body__new(b.p, b.len,
+			       openmetrics__content_type(openmetrics));
 	b.p = NULL;
-	sv->last_len = body->len;
 cleanup:
 	if (!body && !sv->failed) {
 		sp_err("serve: cannot render /metrics: %s",
@@ -240,22 +237,22 @@ cleanup:
 	return body;
 }
 
-static struct http_body *metrics(void *ctx, bool openmetrics)
+static struct serve_body *metrics(void *ctx, bool openmetrics)
 {
 	struct serve *sv = ctx;
 	uint64_t now = now_ns();
 	int k = openmetrics;
 
 	if (!sv->cache[k] || now - sv->cache_ns[k] > SERVE_CACHE_NS) {
-		struct http_body *b = render(sv, openmetrics);
+		struct serve_body *b = render(sv, openmetrics);
 
 		if (!b)
 			return NULL;
-		http_body__put(sv->cache[k]);
+		/* Connections still sending the old body hold it. */
+		serve_body__put(sv->cache[k]);
 		sv->cache[k] = b;
 		sv->cache_ns[k] = now;
 	}
-	sv->cache[k]->refs++;
 	return sv->cache[k];
 }
 
@@ -263,7 +260,7 @@ static int serve_poll(void *ctx)
 {
 	struct serve *sv = ctx;
 
-	http_server__poll(&sv->srv);
+	serve_http__poll(&sv->srv);
 	fleet__poll(&sv->fleet);
 	if (now_ns() - sv->last_read_ns > SERVE_HOUSEKEEP_NS) {
 		struct summary s;
@@ -294,7 +291,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	/* Only an address the operator wrote: the default is loopback,
 	 * and names are never resolved to some address of this host. */
-	if (http_server__parse_addr(env.listen ? env.listen
+	if (serve_http__parse_addr(env.listen ? env.listen
 					       : SERVE_DEFAULT_LISTEN,
 				    &addr, &alen, why, sizeof(why))) {
 		sp_err("--listen '%s': %s", env.listen, why);
@@ -306,7 +303,7 @@ int cmd_serve(int argc, char **argv)
 		session_opts__free(&env.so);
 		return 1;
 	}
-	err = http_server__open(&sv->srv, &addr, alen, "/metrics", metrics,
+	err = serve_http__open(&sv->srv, &addr, alen, "/metrics", metrics,
 				sv);
 	if (err) {
 		sp_err("serve: cannot listen on %s: %s (is the port in use? --listen picks another)",
@@ -316,7 +313,7 @@ int cmd_serve(int argc, char **argv)
 		session_opts__free(&env.so);
 		return 1;
 	}
-	if (!http_server__is_loopback(&addr))
+	if (!serve_http__is_loopback(&addr))
 		sp_warn("serving on %s, not a loopback address: whoever reaches it reads the query names and process labels",
 			sv->srv.addr);
 	session__init(&sv->ss, &env.so);
@@ -335,13 +332,13 @@ int cmd_serve(int argc, char **argv)
 		fprintf(stderr, "sptrace: serving http://%s/metrics\n",
 			sv->srv.addr);
 		sv->last_read_ns = now_ns();
-		err = session__run(&sv->ss, sv->srv.epfd, serve_poll, sv);
+		err = session__run(&sv->ss, serve_http__fd(&sv->srv), serve_poll, sv);
 	}
 	if (!err)
 		status = 0;
-	http_server__close(&sv->srv);
-	http_body__put(sv->cache[0]);
-	http_body__put(sv->cache[1]);
+	serve_http__close(&sv->srv);
+	serve_body__put(sv->cache[0]);
+	serve_body__put(sv->cache[1]);
 	fleet__free(&sv->fleet);
 	session__destroy(&sv->ss);
 	if (err)
