@@ -644,6 +644,57 @@ static void test_timeline(void)
 	free(tl.v);
 }
 
+/* "version": this reader's major in any minor, or none (files written
+ * before the field); another major, or a malformed version, is refused
+ * with a message that says which version the file has. */
+static void test_version(void)
+{
+	static const char *const ok[] = {
+		"{\"version\":\"1.0\",\"duration_ns\":1,\"queries\":[]}",
+		("{\"duration_ns\":1,\"queries\":[],\"version\":\"1.7\","
+		 "\"new_in_1_7\":{\"x\":[1]}}"),
+		"{\"version\":\"1.123456789\",\"duration_ns\":1,\"queries\":[]}",
+		"{\"duration_ns\":1,\"queries\":[]}",
+	};
+	static const char *const bad[] = {
+		"\"0.9\"", "\"1\"", "\"1.\"", "\".1\"", "\"1.0.0\"", "\"v1.0\"",
+		"\"1.x\"", "\"1.-1\"", "\"1234567890.0\"", "1", "1.0", "null",
+		"\"1\\u0000.0\"",
+	};
+	struct mem_timeline tl = { 0 };
+	char doc[256], err[256];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (parse(ok[i], err, sizeof(err), NULL))
+			printf("FAIL refused %s: %s\n", ok[i], err);
+		CHECK(parse(ok[i], err, sizeof(err), NULL) == 0);
+	}
+	CHECK(parse("{\"version\":\"2.0\",\"duration_ns\":1,\"queries\":[]}",
+		    err, sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: line 1, column 17: format version 2.0, this "
+		  "sptrace reads 1.x (written by a newer sptrace: upgrade "
+		  "sptrace to read it)");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(doc, sizeof(doc), "{\"duration_ns\":1,\"queries\":[],"
+			 "\"version\":%s}", bad[i]);
+		if (parse(doc, err, sizeof(err), NULL) != -EINVAL)
+			printf("FAIL accepted version %s\n", bad[i]);
+		CHECK(parse(doc, err, sizeof(err), NULL) == -EINVAL);
+		CHECK(strstr(err, "\"version\": expected") ||
+		      strstr(err, "format version"));
+	}
+	/* The memory timeline is the same document: the same rule. */
+	snprintf(doc, sizeof(doc), "{\"version\":\"1.3\",\"timeline\":[]}");
+	CHECK(json_summary__parse_timeline(doc, strlen(doc), "t", &tl, err,
+					   sizeof(err)) == 0);
+	snprintf(doc, sizeof(doc), "{\"version\":\"3.0\",\"timeline\":[]}");
+	CHECK(json_summary__parse_timeline(doc, strlen(doc), "t", &tl, err,
+					   sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "format version 3.0") != NULL);
+	free(tl.v);
+}
+
 int main(void)
 {
 	RUN(test_round_trip);
@@ -657,5 +708,6 @@ int main(void)
 	RUN(test_query_schema);
 	RUN(test_long_string);
 	RUN(test_timeline);
+	RUN(test_version);
 	return check_status();
 }

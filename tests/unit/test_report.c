@@ -383,7 +383,7 @@ static void test_json(void)
 "\"hist\":[{\"lo_ns\":999424,\"hi_ns\":1015808,\"count\":2},"
 "{\"lo_ns\":1474560,\"hi_ns\":1507328,\"count\":2}]}";
 	static const char want_py[] =
-"duration_ns,total_self_ns,queries,errors\n"
+"version,duration_ns,total_self_ns,queries,errors\n"
 "[\"parse\", \"typeck\"]\n"
 "name,count,self_ns,total_ns,min_ns,max_ns,p50_ns,p90_ns,p99_ns,"
 "cache_hits,incr_loads,incr_load_ns,blocked_count,blocked_ns,hist\n"
@@ -402,8 +402,8 @@ static void test_json(void)
 	s.lost = 6;
 	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
-	CHECK(strncmp(out, "{\"duration_ns\":2010000000,"
-		      "\"total_self_ns\":4000000,", 49) == 0);
+	CHECK(strncmp(out, "{\"version\":\"1.0\",\"duration_ns\":2010000000,"
+		      "\"total_self_ns\":4000000,", 65) == 0);
 	CHECK(strstr(out, want_q0) != NULL);
 	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);
 	CHECK_STR(py, want_py);

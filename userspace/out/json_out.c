@@ -4,7 +4,7 @@
  * a contract (field names and meanings must not change silently). Strings are
  * valid JSON for a strict parser whatever bytes a query name holds.
  *
- * {"duration_ns":N,"total_self_ns":N,
+ * {"version":"1.0","duration_ns":N,"total_self_ns":N,
  *  "queries":[{"name":"...","count":N,...,"hist":[{"lo_ns":N,"hi_ns":N,
  *              "count":N},...]},...],
  *  "errors":{"unbalanced":N,"map_full":N,"lost":N,"end_without_begin":N,...}}
@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include "text.h"
 #include "json_out.h"
+#include "json_summary.h"
 #include "text.h"
 
 static void json_u64(FILE *out, const char *key, uint64_t v, bool comma)
@@ -77,8 +78,9 @@ int json_out__write_with(FILE *out, const struct summary *s,
 
 	if (!s->finished)
 		return -EINVAL;
-	fputc('{', out);
-	json_u64(out, "duration_ns", s->duration_ns, false);
+	fprintf(out, "{\"version\":\"%u.%u\"", JSON_SUMMARY_VERSION_MAJOR,
+		JSON_SUMMARY_VERSION_MINOR);
+	json_u64(out, "duration_ns", s->duration_ns, true);
 	json_u64(out, "total_self_ns", s->total_self_ns, true);
 	fputs(",\n\"queries\":[", out);
 	for (i = 0; i < s->nrows; i++) {

@@ -12,6 +12,8 @@
  *   (json_summary.h), recursion only follows nesting, every loop consumes
  *   input, and numbers are uint64 with an overflow check, so hostile input
  *   ends in an error, never a crash, a hang or an unbounded allocation;
+ * - versioned: "version" is "MAJOR.MINOR"; another major is refused, a
+ *   newer minor read (docs/formats.md#versioning); none means 1.0;
  * - forward compatible: unknown keys are skipped (docs/formats.md tells
  *   consumers to ignore fields they do not know), but known keys must have
  *   the type the writer gives them. p50/p90/p99_ns, total_self_ns,
@@ -562,6 +564,44 @@ static int key_once(struct jp *jp, uint32_t *seen, int k, const char *key)
 	return 0;
 }
 
+/*
+ * "version": "MAJOR.MINOR" (docs/formats.md#versioning). A newer major
+ * changed the meaning of something this reader knows: refuse rather than
+ * misread. A newer minor only added fields, which are skipped.
+ */
+static int jp_version(struct jp *jp)
+{
+	unsigned long major, minor;
+	char *end, *dot;
+	int err;
+
+	jp_ws(jp);
+	if (jp_peek(jp) < 0)
+		return jp_syntax(jp, "\"version\": expected a string");
+	if (jp_peek(jp) != '"')
+		return jp_schema(jp, "\"version\": expected a string");
+	err = jp_string(jp);
+	if (err)
+		return err;
+	dot = strchr(jp->str, '.');
+	if (jp->str_nul || !dot || dot == jp->str || dot - jp->str > 9 ||
+	    strspn(jp->str, "0123456789") != (size_t)(dot - jp->str) ||
+	    !dot[1] || strlen(dot + 1) > 9 ||
+	    strspn(dot + 1, "0123456789") != strlen(dot + 1))
+		return jp_schema(jp, "\"version\": expected \"MAJOR.MINOR\"");
+	major = strtoul(jp->str, &end, 10);
+	minor = strtoul(dot + 1, &end, 10);
+	if (major != JSON_SUMMARY_VERSION_MAJOR) {
+		jp_fail_msg(jp, major > JSON_SUMMARY_VERSION_MAJOR ?
+				"written by a newer sptrace: upgrade sptrace to read it" :
+				HINT_SCHEMA,
+			    "format version %lu.%lu, this sptrace reads %u.x",
+			    major, minor, JSON_SUMMARY_VERSION_MAJOR);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int jp_hist_bin(struct jp *jp)
 {
 	enum { H_LO, H_HI, H_COUNT, H__N };
@@ -770,9 +810,9 @@ static int jp_errors(struct jp *jp, struct summary *s)
 
 static int jp_summary(struct jp *jp, struct summary *s)
 {
-	enum { T_DURATION, T_TOTAL_SELF, T_QUERIES, T_ERRORS, T__N };
+	enum { T_DURATION, T_TOTAL_SELF, T_QUERIES, T_ERRORS, T_VERSION, T__N };
 	static const char *const keys[T__N] = {
-		"duration_ns", "total_self_ns", "queries", "errors",
+		"duration_ns", "total_self_ns", "queries", "errors", "version",
 	};
 	uint32_t seen = 0;
 	bool first = true;
@@ -801,6 +841,9 @@ static int jp_summary(struct jp *jp, struct summary *s)
 			break;
 		case T_QUERIES:
 			err = jp_queries(jp, s);
+			break;
+		case T_VERSION:
+			err = jp_version(jp);
 			break;
 		default:
 			err = jp_errors(jp, s);
@@ -1040,8 +1083,10 @@ static int jp_points(struct jp *jp, struct mem_timeline *tl)
 
 static int jp_timeline_doc(struct jp *jp, struct mem_timeline *tl)
 {
-	enum { T_POINTS, T_STEP, T__N };
-	static const char *const keys[T__N] = { "timeline", "timeline_step_ns" };
+	enum { T_POINTS, T_STEP, T_VERSION, T__N };
+	static const char *const keys[T__N] = {
+		"timeline", "timeline_step_ns", "version",
+	};
 	uint32_t seen = 0;
 	bool first = true;
 	int k, err;
@@ -1061,6 +1106,8 @@ static int jp_timeline_doc(struct jp *jp, struct mem_timeline *tl)
 			break;
 		if (k == T_POINTS)
 			err = jp_points(jp, tl);
+		else if (k == T_VERSION)
+			err = jp_version(jp);
 		else
 			err = jp_u64(jp, keys[k], &tl->interval_ns);
 	}

@@ -10,6 +10,14 @@
 #include <stddef.h>
 #include "summary.h"
 
+/*
+ * The JSON summary's format version, its "version" field: "MAJOR.MINOR".
+ * MINOR grows when fields are added, MAJOR when a field's meaning or type
+ * changes; a reader refuses another MAJOR and reads any MINOR.
+ */
+#define JSON_SUMMARY_VERSION_MAJOR 1
+#define JSON_SUMMARY_VERSION_MINOR 0
+
 /* Limits on what the reader accepts. */
 #define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */
 #define JSON_SUMMARY_MAX_STRING (64u << 10)	/* bytes of a decoded string */
