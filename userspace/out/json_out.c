@@ -11,58 +11,53 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include "text.h"
 #include "json_out.h"
 #include "json_summary.h"
-#include "text.h"
+#include "json_writer.h"
 
-static void json_u64(FILE *out, const char *key, uint64_t v, bool comma)
-{
-	fprintf(out, "%s\"%s\":%" PRIu64, comma ? "," : "", key, v);
-}
-
-static void json_hist(FILE *out, const struct sp_query_row *r)
+static void json_hist(struct json_writer *w, const struct sp_query_row *r)
 {
 	unsigned int i;
 
-	fputs(",\"hist\":[", out);
+	jsonw__name(w, "hist");
+	jsonw__start_array(w);
 	for (i = 0; i < r->nbins; i++) {
 		uint32_t b = r->bins[i].bucket;
 
-		fputs(i ? ",{" : "{", out);
-		json_u64(out, "lo_ns", sp_hist_bucket_lo(b), false);
-		json_u64(out, "hi_ns", sp_hist_bucket_hi(b), true);
-		json_u64(out, "count", r->bins[i].count, true);
-		fputc('}', out);
+		jsonw__start_object(w);
+		jsonw__u64_field(w, "lo_ns", sp_hist_bucket_lo(b));
+		jsonw__u64_field(w, "hi_ns", sp_hist_bucket_hi(b));
+		jsonw__u64_field(w, "count", r->bins[i].count);
+		jsonw__end_object(w);
 	}
-	fputc(']', out);
+	jsonw__end_array(w);
 }
 
-static void json_query(FILE *out, const struct summary *s,
+static void json_query(struct json_writer *w, const struct summary *s,
 		       const struct sp_query_row *r)
 {
 	const struct sp_query_stats *st = &r->st;
 
-	fputs("{\"name\":", out);
-	text__json_string(out, r->name);
+	jsonw__start_object(w);
+	jsonw__string_field(w, "name", r->name);
 	if (s->per_pid)
-		json_u64(out, "pid", r->pid, true);
-	json_u64(out, "count", st->count, true);
-	json_u64(out, "self_ns", st->self_ns, true);
-	json_u64(out, "total_ns", st->total_ns, true);
+		jsonw__u64_field(w, "pid", r->pid);
+	jsonw__u64_field(w, "count", st->count);
+	jsonw__u64_field(w, "self_ns", st->self_ns);
+	jsonw__u64_field(w, "total_ns", st->total_ns);
 	/* The stats' min_ns is undefined without invocations. */
-	json_u64(out, "min_ns", st->count ? st->min_ns : 0, true);
-	json_u64(out, "max_ns", st->max_ns, true);
-	json_u64(out, "p50_ns", r->p50_ns, true);
-	json_u64(out, "p90_ns", r->p90_ns, true);
-	json_u64(out, "p99_ns", r->p99_ns, true);
-	json_u64(out, "cache_hits", st->cache_hits, true);
-	json_u64(out, "incr_loads", st->incr_loads, true);
-	json_u64(out, "incr_load_ns", st->incr_load_ns, true);
-	json_u64(out, "blocked_count", st->blocked_count, true);
-	json_u64(out, "blocked_ns", st->blocked_ns, true);
-	json_hist(out, r);
-	fputc('}', out);
+	jsonw__u64_field(w, "min_ns", st->count ? st->min_ns : 0);
+	jsonw__u64_field(w, "max_ns", st->max_ns);
+	jsonw__u64_field(w, "p50_ns", r->p50_ns);
+	jsonw__u64_field(w, "p90_ns", r->p90_ns);
+	jsonw__u64_field(w, "p99_ns", r->p99_ns);
+	jsonw__u64_field(w, "cache_hits", st->cache_hits);
+	jsonw__u64_field(w, "incr_loads", st->incr_loads);
+	jsonw__u64_field(w, "incr_load_ns", st->incr_load_ns);
+	jsonw__u64_field(w, "blocked_count", st->blocked_count);
+	jsonw__u64_field(w, "blocked_ns", st->blocked_ns);
+	json_hist(w, r);
+	jsonw__end_object(w);
 }
 
 int json_out__write(FILE *out, const struct summary *s)
@@ -71,35 +66,48 @@ int json_out__write(FILE *out, const struct summary *s)
 }
 
 int json_out__write_with(FILE *out, const struct summary *s,
-		     int (*extra)(FILE *, void *), void *ctx)
+			 int (*extra)(FILE *, void *), void *ctx)
 {
+	struct json_writer w;
+	char version[32];
 	unsigned int i;
 	int err;
 
 	if (!s->finished)
 		return -EINVAL;
-	fprintf(out, "{\"version\":\"%u.%u\"", JSON_SUMMARY_VERSION_MAJOR,
-		JSON_SUMMARY_VERSION_MINOR);
-	json_u64(out, "duration_ns", s->duration_ns, true);
-	json_u64(out, "total_self_ns", s->total_self_ns, true);
-	fputs(",\n\"queries\":[", out);
+	jsonw__init(&w, out);
+	snprintf(version, sizeof(version), "%u.%u", JSON_SUMMARY_VERSION_MAJOR,
+		 JSON_SUMMARY_VERSION_MINOR);
+	jsonw__start_object(&w);
+	jsonw__string_field(&w, "version", version);
+	jsonw__u64_field(&w, "duration_ns", s->duration_ns);
+	jsonw__u64_field(&w, "total_self_ns", s->total_self_ns);
+	jsonw__break(&w);
+	jsonw__name(&w, "queries");
+	jsonw__start_array(&w);
 	for (i = 0; i < s->nrows; i++) {
-		fputs(i ? ",\n" : "\n", out);
-		json_query(out, s, &s->rows[i]);
+		jsonw__break(&w);
+		json_query(&w, s, &s->rows[i]);
 	}
-	fputs("\n],\n\"errors\":{", out);
-	json_u64(out, "unbalanced", summary__unbalanced(s), false);
-	json_u64(out, "map_full", summary__map_full(s), true);
-	json_u64(out, "lost", s->lost, true);
+	jsonw__break(&w);
+	jsonw__end_array(&w);
+	jsonw__break(&w);
+	jsonw__name(&w, "errors");
+	jsonw__start_object(&w);
+	jsonw__u64_field(&w, "unbalanced", summary__unbalanced(s));
+	jsonw__u64_field(&w, "map_full", summary__map_full(s));
+	jsonw__u64_field(&w, "lost", s->lost);
 	for (i = 0; i < SP_ERR__MAX; i++)
-		json_u64(out, summary__error_name(i), s->errors[i], true);
-	fputc('}', out);
+		jsonw__u64_field(&w, summary__error_name(i), s->errors[i]);
+	jsonw__end_object(&w);
 	if (extra) {
-		fputs(",\n", out);
-		err = extra(out, ctx);
+		/* More members, written by the caller's own code. */
+		jsonw__break(&w);
+		err = extra(jsonw__raw_members(&w), ctx);
 		if (err)
 			return err;
 	}
-	fputs("}\n", out);
-	return text__flush(out);
+	jsonw__end_object(&w);
+	fputc('\n', out);
+	return jsonw__finish(&w);
 }
