@@ -17,6 +17,7 @@
 #include "log.h"
 #include "parse.h"
 #include "output.h"
+#include "json_writer.h"
 #include "table.h"
 #include "text.h"
 #include "session.h"
@@ -167,46 +168,47 @@ static int parse_args(int argc, char **argv, struct latency_env *env)
 
 #define NS_BUF 24
 
-static void json_u64(FILE *out, const char *key, uint64_t v)
-{
-	fprintf(out, ",\"%s\":%" PRIu64, key, v);
-}
-
 static int latency_json(FILE *out, const struct latency_result *r)
 {
 	const struct sp_query_row *row = &r->s.rows[0];
+	struct json_writer w;
 	unsigned int i;
 
-	fputs("{\"from\":", out);
-	text__json_string(out, r->lo->from.spec);
-	fputs(",\"to\":", out);
-	text__json_string(out, r->lo->to.spec);
-	json_u64(out, "duration_ns", r->duration_ns);
-	json_u64(out, "count", row->st.count);
-	json_u64(out, "total_ns", row->st.total_ns);
+	jsonw__init(&w, out);
+	jsonw__start_object(&w);
+	jsonw__string_field(&w, "from", r->lo->from.spec);
+	jsonw__string_field(&w, "to", r->lo->to.spec);
+	jsonw__u64_field(&w, "duration_ns", r->duration_ns);
+	jsonw__u64_field(&w, "count", row->st.count);
+	jsonw__u64_field(&w, "total_ns", row->st.total_ns);
 	/* min_ns means nothing without pairs. */
-	json_u64(out, "min_ns", row->st.count ? row->st.min_ns : 0);
-	json_u64(out, "max_ns", row->st.max_ns);
-	json_u64(out, "p50_ns", row->p50_ns);
-	json_u64(out, "p90_ns", row->p90_ns);
-	json_u64(out, "p99_ns", row->p99_ns);
-	json_u64(out, "unmatched_from", r->unmatched_from);
-	json_u64(out, "unmatched_to", r->unmatched_to);
-	fputs(",\"hist\":[", out);
+	jsonw__u64_field(&w, "min_ns", row->st.count ? row->st.min_ns : 0);
+	jsonw__u64_field(&w, "max_ns", row->st.max_ns);
+	jsonw__u64_field(&w, "p50_ns", row->p50_ns);
+	jsonw__u64_field(&w, "p90_ns", row->p90_ns);
+	jsonw__u64_field(&w, "p99_ns", row->p99_ns);
+	jsonw__u64_field(&w, "unmatched_from", r->unmatched_from);
+	jsonw__u64_field(&w, "unmatched_to", r->unmatched_to);
+	jsonw__name(&w, "hist");
+	jsonw__start_array(&w);
 	for (i = 0; i < row->nbins; i++) {
 		uint32_t b = row->bins[i].bucket;
 
-		fprintf(out, "%s{\"lo_ns\":%" PRIu64 ",\"hi_ns\":%" PRIu64
-			",\"count\":%" PRIu64 "}", i ? "," : "",
-			(uint64_t)sp_hist_bucket_lo(b),
-			(uint64_t)sp_hist_bucket_hi(b), (uint64_t)row->bins[i].count);
+		jsonw__start_object(&w);
+		jsonw__u64_field(&w, "lo_ns", sp_hist_bucket_lo(b));
+		jsonw__u64_field(&w, "hi_ns", sp_hist_bucket_hi(b));
+		jsonw__u64_field(&w, "count", row->bins[i].count);
+		jsonw__end_object(&w);
 	}
-	fputs("],\"errors\":{", out);
+	jsonw__end_array(&w);
+	jsonw__name(&w, "errors");
+	jsonw__start_object(&w);
 	for (i = 0; i < SP_LAT_ERR__MAX; i++)
-		fprintf(out, "%s\"%s\":%" PRIu64, i ? "," : "",
-			latency__error_name(i), r->errors[i]);
-	fputs("}}\n", out);
-	return text__flush(out);
+		jsonw__u64_field(&w, latency__error_name(i), r->errors[i]);
+	jsonw__end_object(&w);
+	jsonw__end_object(&w);
+	fputc('\n', out);
+	return jsonw__finish(&w);
 }
 
 static const char *const error_hints[SP_LAT_ERR__MAX] = {

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "output.h"
 #include "json_out.h"
+#include "json_writer.h"
 #include "summary_writer.h"
 #include "table.h"
 #include "text.h"
@@ -213,18 +214,22 @@ static int json_meta(FILE *out, void *ctx)
 {
 	struct tick_meta *m = ctx;
 	struct ticker *t = m->t;
+	struct json_writer w;
 	char when[32];
 
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &m->tm);
-	fprintf(out,
-		"\"tick\":%lu,\"time\":\"%s\",\"interval_ns\":%" PRIu64
-		",\"cumulative\":%s,\"final\":%s,\"evicted_rows\":%" PRIu64
-		",\"exited_processes\":%" PRIu64 ",\"targets_alive\":%zu",
-		t->tick, when, m->interval_ns,
-		t->io->cumulative ? "true" : "false",
-		m->final ? "true" : "false", t->fleet.evicted_rows,
-		t->fleet.exited, fleet__alive(&t->fleet));
-	return ferror(out) ? -EIO : 0;
+	jsonw__init_members(&w, out);
+	jsonw__u64_field(&w, "tick", t->tick);
+	jsonw__string_field(&w, "time", when);
+	jsonw__u64_field(&w, "interval_ns", m->interval_ns);
+	jsonw__name(&w, "cumulative");
+	jsonw__bool(&w, t->io->cumulative);
+	jsonw__name(&w, "final");
+	jsonw__bool(&w, m->final);
+	jsonw__u64_field(&w, "evicted_rows", t->fleet.evicted_rows);
+	jsonw__u64_field(&w, "exited_processes", t->fleet.exited);
+	jsonw__u64_field(&w, "targets_alive", fleet__alive(&t->fleet));
+	return ferror(out) || w.overflow || w.depth != w.base ? -EIO : 0;
 }
 
 /* JSON Lines: the one JSON writer, into memory, its structural newlines

@@ -49,7 +49,7 @@ static void close_container(struct json_writer *w, char c)
 		w->nl = false;
 	}
 	fputc(c, w->out);
-	if (w->depth)
+	if (w->depth > w->base)
 		w->depth--;
 	else
 		w->overflow = true;
@@ -131,6 +131,11 @@ void jsonw__string_field(struct json_writer *w, const char *name,
 	jsonw__string(w, str);
 }
 
+void jsonw__init_members(struct json_writer *w, FILE *out)
+{
+	*w = (struct json_writer){ .out = out, .depth = 1, .base = 1 };
+}
+
 FILE *jsonw__raw_members(struct json_writer *w)
 {
 	sep(w);
@@ -143,5 +148,6 @@ int jsonw__finish(struct json_writer *w)
 
 	if (err)
 		return err;
-	return w->depth || w->overflow || w->after_name ? -EINVAL : 0;
+	return w->depth != w->base || w->overflow || w->after_name ?
+	       -EINVAL : 0;
 }

@@ -23,6 +23,7 @@
 struct json_writer {
 	FILE *out;
 	unsigned int depth;
+	unsigned int base;			/* depth it started at */
 	bool nonempty[JSONW_MAX_DEPTH + 1];	/* per open container */
 	bool after_name;			/* a value completes "name": */
 	bool nl;				/* a break before the next token */
@@ -53,6 +54,10 @@ void jsonw__string_field(struct json_writer *w, const char *name,
 /* Hands the stream to a caller that writes members itself: the pending
  * comma and break are written, and the object counts as non-empty. */
 FILE *jsonw__raw_members(struct json_writer *w);
+/* A writer of members of an object another writer opened and will close,
+ * at the point jsonw__raw_members() handed over (json_out__write_with()'s
+ * extra fields). jsonw__finish() then checks it closed what it opened. */
+void jsonw__init_members(struct json_writer *w, FILE *out);
 
 /* Flushes: 0, -EIO after a write error, -EINVAL if the brackets did not
  * balance or nested too deep. */
