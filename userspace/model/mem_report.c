@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "text.h"
+#include "json_writer.h"
 #include "mem_report.h"
 #include "text_table.h"
 
@@ -584,118 +585,143 @@ int mem_report__write_table(FILE *out, const struct mem_report *r)
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-static void ju64(FILE *out, const char *key, uint64_t v, bool comma)
+static void json_figures(struct json_writer *w, const struct mem_figures *f)
 {
-	fprintf(out, "%s\"%s\":%" PRIu64, comma ? "," : "", key, v);
+	jsonw__u64_field(w, "allocs", f->allocs);
+	jsonw__u64_field(w, "alloc_bytes", f->alloc_bytes);
+	jsonw__u64_field(w, "frees", f->frees);
+	jsonw__u64_field(w, "free_bytes", f->free_bytes);
+	jsonw__u64_field(w, "live", f->live);
+	jsonw__u64_field(w, "live_bytes", f->live_bytes);
+	jsonw__u64_field(w, "peak_live_bytes", f->peak_live_bytes);
 }
 
-static void json_figures(FILE *out, const struct mem_figures *f, bool comma)
+static void json_string_or_null(struct json_writer *w, const char *name,
+				const char *str)
 {
-	ju64(out, "allocs", f->allocs, comma);
-	ju64(out, "alloc_bytes", f->alloc_bytes, true);
-	ju64(out, "frees", f->frees, true);
-	ju64(out, "free_bytes", f->free_bytes, true);
-	ju64(out, "live", f->live, true);
-	ju64(out, "live_bytes", f->live_bytes, true);
-	ju64(out, "peak_live_bytes", f->peak_live_bytes, true);
+	jsonw__name(w, name);
+	if (str)
+		jsonw__string(w, str);
+	else
+		jsonw__null(w);
+}
+
+static void json_members(struct json_writer *w, const struct mem_report *r)
+{
+	unsigned int i, j;
+
+	jsonw__u64_field(w, "sampled", r->sampled);
+	jsonw__break(w);
+	jsonw__name(w, "types");
+	jsonw__start_array(w);
+	for (i = 0; i < r->ntypes; i++) {
+		jsonw__break(w);
+		jsonw__start_object(w);
+		jsonw__string_field(w, "name", r->types[i].name);
+		json_figures(w, &r->types[i].f);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+	jsonw__break(w);
+	jsonw__name(w, "heap");
+	if (r->heap_traced) {
+		jsonw__start_object(w);
+		json_figures(w, &r->heap);
+		jsonw__end_object(w);
+	} else {
+		jsonw__null(w);
+	}
+	if (r->per_thread) {
+		jsonw__break(w);
+		jsonw__name(w, "threads");
+		jsonw__start_array(w);
+		for (i = 0; i < r->nthreads; i++) {
+			const struct mem_thread_row *t = &r->threads[i];
+
+			jsonw__break(w);
+			jsonw__start_object(w);
+			jsonw__u64_field(w, "pid", t->pid);
+			jsonw__u64_field(w, "tid", t->tid);
+			jsonw__string_field(w, "thread", t->thread);
+			json_string_or_null(w, "type", t->type);
+			json_figures(w, &t->f);
+			jsonw__end_object(w);
+		}
+		jsonw__end_array(w);
+	}
+	jsonw__break(w);
+	jsonw__name(w, "sites");
+	jsonw__start_array(w);
+	for (i = 0; i < r->nsites; i++) {
+		const struct mem_site_row *s = &r->sites[i];
+
+		jsonw__break(w);
+		jsonw__start_object(w);
+		jsonw__name(w, "stack");
+		jsonw__start_array(w);
+		for (j = 0; j < s->nframes; j++)
+			jsonw__string(w, s->frames[j]);
+		jsonw__end_array(w);
+		json_string_or_null(w, "type", s->type);
+		jsonw__u64_field(w, "allocs", s->allocs);
+		jsonw__u64_field(w, "alloc_bytes", s->alloc_bytes);
+		jsonw__u64_field(w, "live", s->live);
+		jsonw__u64_field(w, "live_bytes", s->live_bytes);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+	if (r->timeline_on) {
+		jsonw__u64_field(w, "timeline_step_ns",
+				 r->tl.interval_ns * r->tl.step);
+		jsonw__break(w);
+		jsonw__name(w, "timeline");
+		jsonw__start_array(w);
+		for (i = 0; i < r->tl.n; i++) {
+			const struct mem_point *p = &r->tl.v[i];
+
+			jsonw__break(w);
+			jsonw__start_object(w);
+			jsonw__u64_field(w, "t_ns", p->t_ns);
+			jsonw__u64_field(w, "rss_bytes", p->rss_bytes);
+			jsonw__u64_field(w, "rss_anon_bytes", p->rss_anon_bytes);
+			jsonw__u64_field(w, "rss_file_bytes", p->rss_file_bytes);
+			jsonw__u64_field(w, "heap_live_bytes",
+					 p->heap_live_bytes);
+			jsonw__u64_field(w, "typed_live_bytes",
+					 p->typed_live_bytes);
+			jsonw__end_object(w);
+		}
+		jsonw__end_array(w);
+	}
+	jsonw__break(w);
+	jsonw__name(w, "mem_errors");
+	jsonw__start_object(w);
+	for (i = 0; i < SP_MEM_ERR__MAX; i++)
+		jsonw__u64_field(w, mem_error_names[i], r->errors[i]);
+	jsonw__end_object(w);
 }
 
 int mem_report__json_fields(FILE *out, void *ctx)
 {
-	const struct mem_report *r = ctx;
-	unsigned int i, j;
+	struct json_writer w;
 
-	ju64(out, "sampled", r->sampled, false);
-	fputs(",\n\"types\":[", out);
-	for (i = 0; i < r->ntypes; i++) {
-		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
-		text__json_string(out, r->types[i].name);
-		json_figures(out, &r->types[i].f, true);
-		fputc('}', out);
-	}
-	fputs("],\n\"heap\":", out);
-	if (r->heap_traced) {
-		fputc('{', out);
-		json_figures(out, &r->heap, false);
-		fputc('}', out);
-	} else {
-		fputs("null", out);
-	}
-	if (r->per_thread) {
-		fputs(",\n\"threads\":[", out);
-		for (i = 0; i < r->nthreads; i++) {
-			const struct mem_thread_row *t = &r->threads[i];
-
-			fputs(i ? ",\n{" : "\n{", out);
-			ju64(out, "pid", t->pid, false);
-			ju64(out, "tid", t->tid, true);
-			fputs(",\"thread\":", out);
-			text__json_string(out, t->thread);
-			fputs(",\"type\":", out);
-			if (t->type)
-				text__json_string(out, t->type);
-			else
-				fputs("null", out);
-			json_figures(out, &t->f, true);
-			fputc('}', out);
-		}
-		fputc(']', out);
-	}
-	fputs(",\n\"sites\":[", out);
-	for (i = 0; i < r->nsites; i++) {
-		const struct mem_site_row *s = &r->sites[i];
-
-		fputs(i ? ",\n{\"stack\":[" : "\n{\"stack\":[", out);
-		for (j = 0; j < s->nframes; j++) {
-			if (j)
-				fputc(',', out);
-			text__json_string(out, s->frames[j]);
-		}
-		fputs("],\"type\":", out);
-		if (s->type)
-			text__json_string(out, s->type);
-		else
-			fputs("null", out);
-		ju64(out, "allocs", s->allocs, true);
-		ju64(out, "alloc_bytes", s->alloc_bytes, true);
-		ju64(out, "live", s->live, true);
-		ju64(out, "live_bytes", s->live_bytes, true);
-		fputc('}', out);
-	}
-	fputs("]", out);
-	if (r->timeline_on) {
-		ju64(out, "timeline_step_ns", r->tl.interval_ns * r->tl.step,
-		     true);
-		fputs(",\n\"timeline\":[", out);
-		for (i = 0; i < r->tl.n; i++) {
-			const struct mem_point *p = &r->tl.v[i];
-
-			fputs(i ? ",\n{" : "\n{", out);
-			ju64(out, "t_ns", p->t_ns, false);
-			ju64(out, "rss_bytes", p->rss_bytes, true);
-			ju64(out, "rss_anon_bytes", p->rss_anon_bytes, true);
-			ju64(out, "rss_file_bytes", p->rss_file_bytes, true);
-			ju64(out, "heap_live_bytes", p->heap_live_bytes, true);
-			ju64(out, "typed_live_bytes", p->typed_live_bytes, true);
-			fputc('}', out);
-		}
-		fputc(']', out);
-	}
-	fputs(",\n\"mem_errors\":{", out);
-	for (i = 0; i < SP_MEM_ERR__MAX; i++)
-		ju64(out, mem_error_names[i], r->errors[i], i > 0);
-	fputc('}', out);
-	return ferror(out) ? -EIO : 0;
+	jsonw__init_members(&w, out);
+	json_members(&w, ctx);
+	return ferror(out) || w.overflow || w.depth != w.base ? -EIO : 0;
 }
 
 int mem_report__write_json(FILE *out, const struct mem_report *r)
 {
-	fputc('{', out);
-	ju64(out, "duration_ns", r->duration_ns, false);
-	fputs(",\n", out);
-	mem_report__json_fields(out, (void *)r);
-	fputs("}\n", out);
-	return text__flush(out);
+	struct json_writer w;
+
+	jsonw__init(&w, out);
+	jsonw__start_object(&w);
+	jsonw__u64_field(&w, "duration_ns", r->duration_ns);
+	jsonw__break(&w);
+	json_members(&w, r);
+	jsonw__end_object(&w);
+	fputc('\n', out);
+	return jsonw__finish(&w);
 }
 
 /* ---- CSV ------------------------------------------------------------------- */
