@@ -20,6 +20,7 @@
 #include <string.h>
 #include "text.h"
 #include "export.h"
+#include "json_writer.h"
 #include "replay.h"
 #include "table.h"
 #include "text.h"
@@ -62,38 +63,53 @@ static void stats_from_replay(struct export_stats *st, const struct replay *r)
 /* ---- Chrome trace event JSON ---- */
 
 struct chrome {
-	FILE *out;
+	struct json_writer w;
 	const struct export_source *src;
 	uint64_t base;
-	bool first;
 };
 
 /* Microseconds since the base with ns precision: "12.345", "-0.001". */
-static void chrome_us(FILE *out, uint64_t ns, uint64_t base)
+static void chrome_us(struct json_writer *w, const char *key, uint64_t ns,
+		      uint64_t base)
 {
 	uint64_t d = ns >= base ? ns - base : base - ns;
+	char num[32];
 
-	fprintf(out, "%s%" PRIu64 ".%03u", ns >= base ? "" : "-", d / 1000,
-		(unsigned int)(d % 1000));
+	snprintf(num, sizeof(num), "%s%" PRIu64 ".%03u", ns >= base ? "" : "-",
+		 d / 1000, (unsigned int)(d % 1000));
+	jsonw__name(w, key);
+	jsonw__number(w, num);
 }
 
-/* Starts an event with the fields every one has. */
+/* A u64 as a JSON string: Chrome shows otherData as text, and a u64 may
+ * not fit a reader's double. */
+static void u64_string_field(struct json_writer *w, const char *key,
+			     uint64_t v)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%" PRIu64, v);
+	jsonw__string_field(w, key, num);
+}
+
+/* Starts an event (left open) with the fields every one has. */
 static void chrome_begin(struct chrome *c, const char *ph, uint32_t name_id,
 			 const char *name, const char *cat, uint64_t ts,
 			 uint32_t pid, uint32_t tid)
 {
-	FILE *out = c->out;
+	struct json_writer *w = &c->w;
 
 	if (!name)
 		name = name_of(c->src, name_id);
-	fputs(c->first ? "\n{\"name\":" : ",\n{\"name\":", out);
-	c->first = false;
-	text__json_string(out, name ? name : "[unknown]");
+	jsonw__break(w);
+	jsonw__start_object(w);
+	jsonw__string_field(w, "name", name ? name : "[unknown]");
 	if (cat)
-		fprintf(out, ",\"cat\":\"%s\"", cat);
-	fprintf(out, ",\"ph\":\"%s\",\"ts\":", ph);
-	chrome_us(out, ts, c->base);
-	fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, pid, tid);
+		jsonw__string_field(w, "cat", cat);
+	jsonw__string_field(w, "ph", ph);
+	chrome_us(w, "ts", ts, c->base);
+	jsonw__u64_field(w, "pid", pid);
+	jsonw__u64_field(w, "tid", tid);
 }
 
 static int chrome_interval(void *ctx, const struct replay_interval *iv)
@@ -104,54 +120,52 @@ static int chrome_interval(void *ctx, const struct replay_interval *iv)
 		[SP_FRAME_INCR_LOAD] = "incr_load",
 	};
 	struct chrome *c = ctx;
+	struct json_writer *w = &c->w;
 
 	if (iv->cache_hit) {
 		chrome_begin(c, "i", iv->name_id, NULL, "cache_hit",
 			     iv->start_ns, iv->pid, iv->tid);
-		fputs(",\"s\":\"t\"}", c->out);
+		jsonw__string_field(w, "s", "t");
+		jsonw__end_object(w);
 		return 0;
 	}
 	chrome_begin(c, "X", iv->name_id, NULL,
 		     iv->kind < SP_FRAME__MAX ? cats[iv->kind] : "query",
 		     iv->start_ns, iv->pid, iv->tid);
-	fputs(",\"dur\":", c->out);
-	chrome_us(c->out, iv->total_ns, 0);
-	fprintf(c->out, ",\"args\":{\"self_ns\":%" PRIu64 "}}", iv->self_ns);
+	chrome_us(w, "dur", iv->total_ns, 0);
+	jsonw__name(w, "args");
+	jsonw__start_object(w);
+	jsonw__u64_field(w, "self_ns", iv->self_ns);
+	jsonw__end_object(w);
+	jsonw__end_object(w);
 	return 0;
 }
 
-static void chrome_other(FILE *out, const struct export_info *info,
+static void chrome_other(struct json_writer *w, const struct export_info *info,
 			 const struct export_stats *st)
 {
 	unsigned int i;
 
-	fputs("\"otherData\":{\"producer\":\"sptrace\"", out);
-	if (info->source) {
-		fputs(",\"source\":", out);
-		text__json_string(out, info->source);
-	}
-	if (info->version) {
-		fputs(",\"version\":", out);
-		text__json_string(out, info->version);
-	}
-	if (info->cmdline && info->cmdline[0]) {
-		fputs(",\"cmdline\":", out);
-		text__json_string(out, info->cmdline);
-	}
+	jsonw__name(w, "otherData");
+	jsonw__start_object(w);
+	jsonw__string_field(w, "producer", "sptrace");
+	if (info->source)
+		jsonw__string_field(w, "source", info->source);
+	if (info->version)
+		jsonw__string_field(w, "version", info->version);
+	if (info->cmdline && info->cmdline[0])
+		jsonw__string_field(w, "cmdline", info->cmdline);
 	if (info->start_realtime_ns)
-		fprintf(out, ",\"start_realtime_ns\":\"%" PRIu64 "\"",
-			info->start_realtime_ns);
-	fprintf(out, ",\"base_monotonic_ns\":\"%" PRIu64 "\"", info->base_ns);
-	/* Strings: Chrome shows otherData as text, and a u64 may not fit a
-	 * double. */
+		u64_string_field(w, "start_realtime_ns",
+				 info->start_realtime_ns);
+	u64_string_field(w, "base_monotonic_ns", info->base_ns);
 	for (i = 0; i < SP_ERR__MAX; i++)
 		if (st->errors[i])
-			fprintf(out, ",\"%s\":\"%" PRIu64 "\"",
-				summary__error_name(i), st->errors[i]);
+			u64_string_field(w, summary__error_name(i),
+					 st->errors[i]);
 	if (st->open_at_end)
-		fprintf(out, ",\"open_at_end\":\"%" PRIu64 "\"",
-			st->open_at_end);
-	fputc('}', out);
+		u64_string_field(w, "open_at_end", st->open_at_end);
+	jsonw__end_object(w);
 }
 
 int export__chrome(FILE *out, const struct export_source *src,
@@ -162,6 +176,7 @@ int export__chrome(FILE *out, const struct export_source *src,
 	struct trace_event ev;
 	const char *name;
 	struct chrome c;
+	struct json_writer *w = &c.w;
 	struct replay r;
 	int ret;
 
@@ -170,10 +185,12 @@ int export__chrome(FILE *out, const struct export_source *src,
 	if (!stats)
 		stats = &local;
 	memset(stats, 0, sizeof(*stats));
-	c = (struct chrome){ .out = out, .src = src, .base = info->base_ns,
-			     .first = true };
+	c = (struct chrome){ .src = src, .base = info->base_ns };
+	jsonw__init(w, out);
 	replay__init(&r, chrome_interval, &c);
-	fputs("{\"traceEvents\":[", out);
+	jsonw__start_object(w);
+	jsonw__name(w, "traceEvents");
+	jsonw__start_array(w);
 	while ((ret = src->next(src->ctx, &ev)) == 1) {
 		stats->events++;
 		ret = replay__event(&r, &ev);
@@ -183,14 +200,20 @@ int export__chrome(FILE *out, const struct export_source *src,
 			chrome_begin(&c, "M", 0, "thread_name", NULL, ev.ts_ns,
 				     ev.pid, ev.tid);
 			name = name_of(src, ev.name_id);
-			fputs(",\"args\":{\"name\":", out);
-			text__json_string(out, name ? name : "");
-			fputs("}}", out);
+			jsonw__name(w, "args");
+			jsonw__start_object(w);
+			jsonw__string_field(w, "name", name ? name : "");
+			jsonw__end_object(w);
+			jsonw__end_object(w);
 		} else if (ev.kind == SP_EV_MARK) {
 			chrome_begin(&c, "i", ev.name_id, NULL, "mark", ev.ts_ns,
 				     ev.pid, ev.tid);
-			fprintf(out, ",\"s\":\"t\",\"args\":{\"key\":%" PRIu64 "}}",
-				ev.arg1);
+			jsonw__string_field(w, "s", "t");
+			jsonw__name(w, "args");
+			jsonw__start_object(w);
+			jsonw__u64_field(w, "key", ev.arg1);
+			jsonw__end_object(w);
+			jsonw__end_object(w);
 		}
 	}
 	replay__finish(&r);
@@ -198,10 +221,15 @@ int export__chrome(FILE *out, const struct export_source *src,
 	replay__free(&r);
 	if (ret < 0)
 		return ret;
-	fputs("\n],\n\"displayTimeUnit\":\"ns\",\n", out);
-	chrome_other(out, info, stats);
-	fputs("}\n", out);
-	return text__flush(out);
+	jsonw__break(w);
+	jsonw__end_array(w);
+	jsonw__break(w);
+	jsonw__string_field(w, "displayTimeUnit", "ns");
+	jsonw__break(w);
+	chrome_other(w, info, stats);
+	jsonw__end_object(w);
+	fputc('\n', out);
+	return jsonw__finish(w);
 }
 
 /* ---- Folded stacks ---- */
