@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "json_writer.h"
 #include "text.h"
 #include "text.h"
 #include "text_table.h"
@@ -381,84 +382,104 @@ cleanup:
 	return err;
 }
 
-static void json_figs(FILE *out, const char *key, const struct diff_figs *f)
+static void json_figs(struct json_writer *w, const char *key,
+		      const struct diff_figs *f)
 {
-	fprintf(out, "\"%s\":{\"self_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64
-		",\"count\":%" PRIu64 ",\"cache_hits\":%" PRIu64
-		",\"blocked_ns\":%" PRIu64 ",\"incr_load_ns\":%" PRIu64 "}",
-		key, f->self_ns, f->total_ns, f->count, f->cache_hits,
-		f->blocked_ns, f->incr_load_ns);
+	jsonw__name(w, key);
+	jsonw__start_object(w);
+	jsonw__u64_field(w, "self_ns", f->self_ns);
+	jsonw__u64_field(w, "total_ns", f->total_ns);
+	jsonw__u64_field(w, "count", f->count);
+	jsonw__u64_field(w, "cache_hits", f->cache_hits);
+	jsonw__u64_field(w, "blocked_ns", f->blocked_ns);
+	jsonw__u64_field(w, "incr_load_ns", f->incr_load_ns);
+	jsonw__end_object(w);
 }
 
 /* A signed difference printed exactly, whatever its size. */
-static void json_delta(FILE *out, const char *key, uint64_t base,
-		       uint64_t new, bool comma)
+static void json_delta(struct json_writer *w, const char *key, uint64_t base,
+		       uint64_t new)
 {
 	uint64_t mag;
 	bool neg = diff__delta(base, new, &mag);
+	char num[32];
 
-	fprintf(out, "%s\"%s\":%s%" PRIu64, comma ? "," : "", key,
-		neg ? "-" : "", mag);
+	snprintf(num, sizeof(num), "%s%" PRIu64, neg ? "-" : "", mag);
+	jsonw__name(w, key);
+	jsonw__number(w, num);
 }
 
-static void json_deltas(FILE *out, const struct diff_figs *b,
+static void json_deltas(struct json_writer *w, const struct diff_figs *b,
 			const struct diff_figs *n)
 {
-	fputs("\"delta\":{", out);
-	json_delta(out, "self_ns", b->self_ns, n->self_ns, false);
-	json_delta(out, "total_ns", b->total_ns, n->total_ns, true);
-	json_delta(out, "count", b->count, n->count, true);
-	json_delta(out, "cache_hits", b->cache_hits, n->cache_hits, true);
-	json_delta(out, "blocked_ns", b->blocked_ns, n->blocked_ns, true);
-	json_delta(out, "incr_load_ns", b->incr_load_ns, n->incr_load_ns,
-		   true);
-	fputc('}', out);
+	jsonw__name(w, "delta");
+	jsonw__start_object(w);
+	json_delta(w, "self_ns", b->self_ns, n->self_ns);
+	json_delta(w, "total_ns", b->total_ns, n->total_ns);
+	json_delta(w, "count", b->count, n->count);
+	json_delta(w, "cache_hits", b->cache_hits, n->cache_hits);
+	json_delta(w, "blocked_ns", b->blocked_ns, n->blocked_ns);
+	json_delta(w, "incr_load_ns", b->incr_load_ns, n->incr_load_ns);
+	jsonw__end_object(w);
 }
 
 /* The members every row has: base, new, delta, self_pct. */
-static void json_row_body(FILE *out, const struct diff_row *r)
+static void json_row_body(struct json_writer *w, const struct diff_row *r)
 {
 	char pct[CELL_BUF];
 	double v;
 
-	json_figs(out, "base", &r->base);
-	fputc(',', out);
-	json_figs(out, "new", &r->new);
-	fputc(',', out);
-	json_deltas(out, &r->base, &r->new);
+	json_figs(w, "base", &r->base);
+	json_figs(w, "new", &r->new);
+	json_deltas(w, &r->base, &r->new);
+	jsonw__name(w, "self_pct");
 	if (diff__self_pct(r, &v)) {
 		fmt_pct(pct, sizeof(pct), v, "");
 		/* JSON numbers have no leading '+'. */
-		fprintf(out, ",\"self_pct\":%s", pct[0] == '+' ? pct + 1 : pct);
+		jsonw__number(w, pct[0] == '+' ? pct + 1 : pct);
 	} else {
-		fputs(",\"self_pct\":null", out);
+		jsonw__null(w);
 	}
 }
 
 int diff__write_json(FILE *out, const struct diff *d, const char *base_name,
 		     const char *new_name)
 {
+	struct json_writer w;
 	unsigned int i;
 
-	fputs("{\"base\":", out);
-	text__json_string(out, base_name);
-	fputs(",\"new\":", out);
-	text__json_string(out, new_name);
-	fprintf(out, ",\n\"duration_ns\":{\"base\":%" PRIu64 ",\"new\":%" PRIu64,
-		d->base_duration_ns, d->new_duration_ns);
-	json_delta(out, "delta", d->base_duration_ns, d->new_duration_ns, true);
-	fputs("},\n\"total\":{", out);
-	json_row_body(out, &d->total);
-	fputs("},\n\"queries\":[", out);
+	jsonw__init(&w, out);
+	jsonw__start_object(&w);
+	jsonw__string_field(&w, "base", base_name);
+	jsonw__string_field(&w, "new", new_name);
+	jsonw__break(&w);
+	jsonw__name(&w, "duration_ns");
+	jsonw__start_object(&w);
+	jsonw__u64_field(&w, "base", d->base_duration_ns);
+	jsonw__u64_field(&w, "new", d->new_duration_ns);
+	json_delta(&w, "delta", d->base_duration_ns, d->new_duration_ns);
+	jsonw__end_object(&w);
+	jsonw__break(&w);
+	jsonw__name(&w, "total");
+	jsonw__start_object(&w);
+	json_row_body(&w, &d->total);
+	jsonw__end_object(&w);
+	jsonw__break(&w);
+	jsonw__name(&w, "queries");
+	jsonw__start_array(&w);
 	for (i = 0; i < d->nrows; i++) {
 		const struct diff_row *r = &d->rows[i];
 
-		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
-		text__json_string(out, r->name);
-		fprintf(out, ",\"status\":\"%s\",", status_names[r->status]);
-		json_row_body(out, r);
-		fputc('}', out);
+		jsonw__break(&w);
+		jsonw__start_object(&w);
+		jsonw__string_field(&w, "name", r->name);
+		jsonw__string_field(&w, "status", status_names[r->status]);
+		json_row_body(&w, r);
+		jsonw__end_object(&w);
 	}
-	fputs("\n]}\n", out);
-	return text__flush(out);
+	jsonw__break(&w);
+	jsonw__end_array(&w);
+	jsonw__end_object(&w);
+	fputc('\n', out);
+	return jsonw__finish(&w);
 }
