@@ -13,6 +13,7 @@
 #include <time.h>
 #include "cli.h"
 #include "commands.h"
+#include "json_writer.h"
 #include "text.h"
 #include "history_db.h"
 #include "log.h"
@@ -51,30 +52,34 @@ static void fmt_time(char *buf, size_t len, int64_t t)
 		snprintf(buf, len, "%" PRId64, t);
 }
 
-static void json_str(FILE *out, const char *key, const char *v)
+static void json_str(struct json_writer *w, const char *key, const char *v)
 {
-	fprintf(out, ",\"%s\":", key);
+	jsonw__name(w, key);
 	if (v)
-		text__json_string(out, v);
+		jsonw__string(w, v);
 	else
-		fputs("null", out);
+		jsonw__null(w);
 }
 
-/* The run's metadata as JSON fields after "id". */
-static void json_run(FILE *out, const struct history_run *r)
+/* The run's metadata as the first members of its (open) object. */
+static void json_run(struct json_writer *w, const struct history_run *r)
 {
 	char t[32];
 
 	fmt_time(t, sizeof(t), r->started_at);
-	fprintf(out, "{\"id\":%" PRId64 ",\"started_at\":%" PRId64
-		",\"started\":\"%s\",\"duration_ns\":%" PRIu64, r->id,
-		r->started_at, t, r->duration_ns);
-	json_str(out, "label", r->label);
-	json_str(out, "command", r->command);
-	json_str(out, "pids", r->pids);
-	json_str(out, "host", r->host);
-	json_str(out, "version", r->version);
-	json_str(out, "source", r->source);
+	jsonw__start_object(w);
+	jsonw__name(w, "id");
+	jsonw__i64(w, r->id);
+	jsonw__name(w, "started_at");
+	jsonw__i64(w, r->started_at);
+	jsonw__string_field(w, "started", t);
+	jsonw__u64_field(w, "duration_ns", r->duration_ns);
+	json_str(w, "label", r->label);
+	json_str(w, "command", r->command);
+	json_str(w, "pids", r->pids);
+	json_str(w, "host", r->host);
+	json_str(w, "version", r->version);
+	json_str(w, "source", r->source);
 }
 
 static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
@@ -88,20 +93,25 @@ static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
 	};
 	char id[24], t[32], dur[32], nq[24], self[32];
 	struct text_table tt;
+	struct json_writer w;
 	unsigned int i;
 	int err;
 
 	if (json) {
-		fputs("{\"runs\":[", out);
+		jsonw__init(&w, out);
+		jsonw__start_object(&w);
+		jsonw__name(&w, "runs");
+		jsonw__start_array(&w);
 		for (i = 0; i < n; i++) {
-			fputs(i ? "," : "", out);
-			json_run(out, &v[i].run);
-			fprintf(out, ",\"queries\":%" PRIu64
-				",\"total_self_ns\":%" PRIu64 "}",
-				v[i].nqueries, v[i].total_self_ns);
+			json_run(&w, &v[i].run);
+			jsonw__u64_field(&w, "queries", v[i].nqueries);
+			jsonw__u64_field(&w, "total_self_ns", v[i].total_self_ns);
+			jsonw__end_object(&w);
 		}
-		fputs("]}\n", out);
-		return text__flush(out);
+		jsonw__end_array(&w);
+		jsonw__end_object(&w);
+		fputc('\n', out);
+		return jsonw__finish(&w);
 	}
 	err = text_table__init(&tt, cols, sizeof(cols) / sizeof(cols[0]));
 	for (i = 0; !err && i < n; i++) {
@@ -136,28 +146,33 @@ static int query_runs(FILE *out, const char *query,
 	char id[24], t[32], self[32], cnt[24], p99[32];
 	uint64_t max = 0, min = UINT64_MAX;
 	struct text_table tt;
+	struct json_writer w;
 	unsigned int i, present = 0;
 	char *title;
 	int err;
 
 	if (json) {
-		fputs("{\"query\":", out);
-		text__json_string(out, query);
-		fputs(",\"runs\":[", out);
+		jsonw__init(&w, out);
+		jsonw__start_object(&w);
+		jsonw__string_field(&w, "query", query);
+		jsonw__name(&w, "runs");
+		jsonw__start_array(&w);
 		for (i = 0; i < n; i++) {
-			fputs(i ? "," : "", out);
-			json_run(out, &v[i].run);
-			if (v[i].present)
-				fprintf(out, ",\"present\":true,\"count\":%" PRIu64
-					",\"self_ns\":%" PRIu64 ",\"total_ns\":%"
-					PRIu64 ",\"p99_ns\":%" PRIu64 "}",
-					v[i].count, v[i].self_ns, v[i].total_ns,
-					v[i].p99_ns);
-			else
-				fputs(",\"present\":false}", out);
+			json_run(&w, &v[i].run);
+			jsonw__name(&w, "present");
+			jsonw__bool(&w, v[i].present);
+			if (v[i].present) {
+				jsonw__u64_field(&w, "count", v[i].count);
+				jsonw__u64_field(&w, "self_ns", v[i].self_ns);
+				jsonw__u64_field(&w, "total_ns", v[i].total_ns);
+				jsonw__u64_field(&w, "p99_ns", v[i].p99_ns);
+			}
+			jsonw__end_object(&w);
 		}
-		fputs("]}\n", out);
-		return text__flush(out);
+		jsonw__end_array(&w);
+		jsonw__end_object(&w);
+		fputc('\n', out);
+		return jsonw__finish(&w);
 	}
 	for (i = 0; i < n; i++) {
 		if (!v[i].present)

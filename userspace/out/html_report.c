@@ -22,6 +22,7 @@
 #include <string.h>
 #include "diff.h"
 #include "html_report.h"
+#include "json_writer.h"
 #include "mem_report.h"
 #include "text.h"
 
@@ -659,53 +660,91 @@ static void write_table(FILE *out, const struct model *m)
 
 /* ---- the data block: numbers and our own labels, never a name ----------- */
 
-static void json_side(FILE *out, const struct sp_query_row *r)
+/* A u64 and its human form, as the page's script reads them. */
+static void json_ns_pair(struct json_writer *w, uint64_t v)
+{
+	char a[NS_BUF];
+
+	text__fmt_ns(a, sizeof(a), v);
+	jsonw__u64(w, v);
+	jsonw__string(w, a);
+}
+
+static void json_side(struct json_writer *w, const struct sp_query_row *r)
 {
 	const uint64_t st[] = { r->st.count ? r->st.min_ns : 0, r->p50_ns,
 				r->p90_ns, r->p99_ns, r->st.max_ns };
-	char a[NS_BUF], b[NS_BUF];
 	uint64_t count = r->st.count;
+	char cs[32];
 	unsigned int i;
 
-	fprintf(out, "{\"c\":%" PRIu64 ",\"cs\":\"%" PRIu64 "\",\"bins\":[",
-		count, count);
+	snprintf(cs, sizeof(cs), "%" PRIu64, count);
+	jsonw__start_object(w);
+	jsonw__u64_field(w, "c", count);
+	jsonw__string_field(w, "cs", cs);
+	jsonw__name(w, "bins");
+	jsonw__start_array(w);
 	for (i = 0; i < r->nbins; i++) {
 		uint64_t lo = sp_hist_bucket_lo(r->bins[i].bucket);
 		uint64_t hi = sp_hist_bucket_hi(r->bins[i].bucket);
+		char a[NS_BUF], b[NS_BUF];
 
 		text__fmt_ns(a, sizeof(a), lo);
 		text__fmt_ns(b, sizeof(b), hi);
-		fprintf(out, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",\"%s\",\"%s\"]",
-			i ? "," : "", lo, hi, (uint64_t)r->bins[i].count, a, b);
+		jsonw__start_array(w);
+		jsonw__u64(w, lo);
+		jsonw__u64(w, hi);
+		jsonw__u64(w, r->bins[i].count);
+		jsonw__string(w, a);
+		jsonw__string(w, b);
+		jsonw__end_array(w);
 	}
-	fputs("],\"st\":[", out);
+	jsonw__end_array(w);
+	jsonw__name(w, "st");
+	jsonw__start_array(w);
 	for (i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
-		text__fmt_ns(a, sizeof(a), st[i]);
-		fprintf(out, "%s[%" PRIu64 ",\"%s\"]", i ? "," : "", st[i], a);
+		jsonw__start_array(w);
+		json_ns_pair(w, st[i]);
+		jsonw__end_array(w);
 	}
-	fputs("]}", out);
+	jsonw__end_array(w);
+	jsonw__end_object(w);
 }
 
+static void json_side_or_null(struct json_writer *w, const char *key,
+			      const struct sp_query_row *r)
+{
+	jsonw__name(w, key);
+	if (r && r->st.count)
+		json_side(w, r);
+	else
+		jsonw__null(w);
+}
+
+/* Its strings are figures and our labels, never a name: nothing in it can
+ * close the <script> element. */
 static void write_data(FILE *out, const struct model *m)
 {
+	struct json_writer w;
 	unsigned int i;
 
-	fprintf(out, "<script type=\"application/json\" id=\"sp-data\">"
-		"{\"base\":%s,\"rows\":[", m->base ? "true" : "false");
+	fputs("<script type=\"application/json\" id=\"sp-data\">", out);
+	jsonw__init(&w, out);
+	jsonw__start_object(&w);
+	jsonw__name(&w, "base");
+	jsonw__bool(&w, m->base);
+	jsonw__name(&w, "rows");
+	jsonw__start_array(&w);
 	for (i = 0; i < m->nrows; i++) {
-		fputs(i ? ",\n{\"n\":" : "\n{\"n\":", out);
-		if (m->rows[i].n && m->rows[i].n->st.count)
-			json_side(out, m->rows[i].n);
-		else
-			fputs("null", out);
-		fputs(",\"b\":", out);
-		if (m->rows[i].b && m->rows[i].b->st.count)
-			json_side(out, m->rows[i].b);
-		else
-			fputs("null", out);
-		fputc('}', out);
+		jsonw__break(&w);
+		jsonw__start_object(&w);
+		json_side_or_null(&w, "n", m->rows[i].n);
+		json_side_or_null(&w, "b", m->rows[i].b);
+		jsonw__end_object(&w);
 	}
-	fputs("]}</script>\n", out);
+	jsonw__end_array(&w);
+	jsonw__end_object(&w);
+	fputs("</script>\n", out);
 }
 
 /* ---- the memory timeline ------------------------------------------------ */

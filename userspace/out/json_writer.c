@@ -95,6 +95,12 @@ void jsonw__u64(struct json_writer *w, uint64_t v)
 	fprintf(w->out, "%" PRIu64, v);
 }
 
+void jsonw__i64(struct json_writer *w, int64_t v)
+{
+	sep(w);
+	fprintf(w->out, "%" PRId64, v);
+}
+
 void jsonw__null(struct json_writer *w)
 {
 	sep(w);

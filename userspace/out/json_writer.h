@@ -39,6 +39,7 @@ void jsonw__end_array(struct json_writer *w);
 void jsonw__name(struct json_writer *w, const char *name);
 void jsonw__string(struct json_writer *w, const char *str);
 void jsonw__u64(struct json_writer *w, uint64_t v);
+void jsonw__i64(struct json_writer *w, int64_t v);
 void jsonw__null(struct json_writer *w);
 void jsonw__bool(struct json_writer *w, bool v);
 /* A number already formatted by the caller (e.g. "%.3f"); must be one. */
