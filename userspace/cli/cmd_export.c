@@ -13,10 +13,7 @@
 #include "export.h"
 #include "log.h"
 #include "output.h"
-#include "json_out.h"
-#include "summary_writer.h"
 #include "table.h"
-#include "text.h"
 #include "summary.h"
 #include "trace_format.h"
 

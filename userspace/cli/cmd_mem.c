@@ -16,10 +16,7 @@
 #include "mem_provider.h"
 #include "mem_report.h"
 #include "output.h"
-#include "json_out.h"
 #include "summary_writer.h"
-#include "table.h"
-#include "text.h"
 #include "session.h"
 #include "summary.h"
 

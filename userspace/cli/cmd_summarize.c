@@ -10,10 +10,7 @@
 #include "log.h"
 #include "output.h"
 #include "parse.h"
-#include "json_out.h"
 #include "summary_writer.h"
-#include "table.h"
-#include "text.h"
 #include "summary.h"
 #include "trace_summary.h"
 

@@ -19,10 +19,7 @@
 #include "mem_provider.h"
 #include "output.h"
 #include "query_provider.h"
-#include "json_out.h"
 #include "summary_writer.h"
-#include "table.h"
-#include "text.h"
 #include "session.h"
 #include "summary.h"
 
