@@ -409,7 +409,7 @@ static void write_health(struct om_buf *b, const struct om_input *in)
 	       "Scrape connections closed for being slow, idle or over the limit.",
 	       h->http_dropped, false);
 	scalar(b, in, "sptrace_http_rejected_requests", "counter", NULL,
-	       "Requests refused: answered 4xx or 505, or closed unanswered as malformed.", h->http_rejected, false);
+	       "Requests answered 4xx or 505, and connections closed unanswered before their timeout.", h->http_rejected, false);
 	scalar(b, in, "sptrace_read_duration_seconds", "gauge", "seconds",
 	       "Time the last read of the BPF maps took.",
 	       (uint64_t)(h->read_seconds * 1e9), true);
