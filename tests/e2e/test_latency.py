@@ -218,7 +218,7 @@ def test_pending_full():
 
 
 def fmt_ns(text):
-    """Parses report__fmt_ns() output ("1.01ms") back to ns."""
+    """Parses text__fmt_ns() output ("1.01ms") back to ns."""
     m = re.fullmatch(r"([0-9.]+)(ns|us|ms|s)", text)
     if not m:
         return -1

@@ -34,7 +34,7 @@ def tmp(suffix):
 
 
 def fmt_ns(ns):
-    """report__fmt_ns(): 3 significant digits, rounded half up."""
+    """text__fmt_ns(): 3 significant digits, rounded half up."""
     if ns < 1000:
         return "%dns" % ns
     e = len(str(ns)) - 1

@@ -130,7 +130,7 @@ static void test_table_basic(void)
 	CHECK_STR(out, want);
 	free(out);
 
-	/* report__write with no options is the same table. */
+	/* summary_writer__write with no options is the same table. */
 	{
 		struct capture c;
 
