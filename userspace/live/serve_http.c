@@ -21,9 +21,10 @@
  *     one above, a backstop: it would refuse before telling us). MHD closes
  *     a refused connection without an answer; the old server sent a 503.
  *   HTTP_MAX_REQUEST: MHD_OPTION_CONNECTION_MEMORY_LIMIT, the per-connection
- *     pool that holds the request line and headers (MHD answers 431 when
- *     they do not fit) and later the response header, so the request that
- *     fits is a little under 8 KiB, not exactly 8 KiB.
+ *     pool that holds the request line and headers and later the response
+ *     header: with 0.9.75 a 7,968-byte request head is served, from about
+ *     8,130 bytes MHD answers 431, and in between it closes unanswered (no
+ *     room left for the error answer either).
  *   HTTP_REQUEST_TIMEOUT_S, HTTP_SEND_TIMEOUT_S: MHD_OPTION_CONNECTION_TIMEOUT
  *     and, once an answer is queued, MHD_CONNECTION_OPTION_TIMEOUT. MHD's
  *     timeouts count from the last byte moved, not from the connect: a
