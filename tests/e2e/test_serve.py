@@ -247,6 +247,35 @@ def test_concurrent(url, serve):
     check(serve.poll() is None, "serve survived 100 concurrent scrapes")
 
 
+def test_connection_limit(url, serve):
+    """300 idle connections: 256 are held, the others closed at once and
+    counted as dropped; scrapes work again once they are gone."""
+    s = samples(url)
+    d0 = value(s, "sptrace_http_dropped_connections_total") or 0
+    host, port = url.split("//")[1].split(":")
+    conns = [socket.create_connection((host, int(port)), timeout=10)
+             for _ in range(300)]
+    time.sleep(1)
+    closed = 0
+    for c in conns:
+        c.setblocking(False)
+        try:
+            if c.recv(1) == b"":
+                closed += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+    for c in conns:
+        c.close()
+    eq(closed, 300 - 256, "connections over the limit of 256 closed at once")
+    s = wait_for(lambda: (lambda s: s if (value(
+        s, "sptrace_http_dropped_connections_total") or 0) >= d0 + 44
+        else None)(samples(url)), "dropped connections counted")
+    check(s is not None and serve.poll() is None,
+          "serving after the connection limit was hit")
+
+
 def test_load(url, serve):
     # Many names: a large response, for clients that hang up mid-way.
     big = subprocess.Popen([HOST, "--names", "3000", "--pause-ms", "50",
@@ -396,6 +425,7 @@ try:
         test_openmetrics(url)
         test_bad_requests(url)
         test_concurrent(url, serve)
+        test_connection_limit(url, serve)
         test_load(url, serve)
 finally:
     eq(stop_serve(serve), 0, "serve exits 0 on Ctrl-C")
