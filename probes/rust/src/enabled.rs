@@ -33,6 +33,15 @@ macro_rules! __sp_sema {
 macro_rules! __sp_sema_def {
     ($probe:ident) => {
         concat!(
+            // Page-align this object's .probes once (no padding: nothing is
+            // in it yet). See "Semaphores and RELRO" in the crate docs.
+            ".ifndef sp.probes.aligned\n",
+            ".pushsection .probes,\"aw\",\"progbits\"\n",
+            ".balign 4096\n",
+            ".hidden sp.probes.aligned\n",
+            "sp.probes.aligned = 1\n",
+            ".popsection\n",
+            ".endif\n",
             ".ifndef sp_", stringify!($probe), "_semaphore\n",
             ".pushsection .probes,\"aw\",\"progbits\"\n",
             ".weak sp_", stringify!($probe), "_semaphore\n",

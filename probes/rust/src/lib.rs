@@ -73,6 +73,24 @@
 //! `false`. The probes are emitted on x86-64 Linux; on other targets the
 //! macros compile to nothing too.
 //!
+//! # Semaphores and RELRO
+//!
+//! Rust links with `-z relro -z now`, and the linkers then start the
+//! writable data right after the read-only-after-relocation data in the
+//! file, in the same file page. A small `.probes` section can land in that
+//! page, which is then mapped twice; when sptrace launches the program, the
+//! kernel increments the semaphore in the first mapping, the one that
+//! becomes read-only, and the program never sees it set. So the first
+//! semaphore of each object file page-aligns that object's `.probes`: at
+//! most a page of padding per object file with probes.
+//!
+//! # Features and libraries
+//!
+//! Cargo unifies features: if any crate of a build depends on `sp-probe`
+//! with its default features, probes are on for every crate. A library
+//! should depend with `default-features = false` and forward a feature of
+//! its own (`probes = ["sp-probe/enabled"]`), so that the binary decides.
+//!
 //! # The site (x86-64)
 //!
 //! `lea -128(%rsp),%rsp` / `nopl 0x0(%rax,%rax,1)` (`0f 1f 44 00 00`) /

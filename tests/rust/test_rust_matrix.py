@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: MIT
+"""The sp-probe crate in every configuration it promises, with every rustc
+present (the one on PATH, rustup's, Debian's 1.63): debug (opt-level 0,
+many codegen units), release (opt-level 3, 16 codegen units), fat and thin
+LTO, PIE and non-PIE executables, a cdylib, and the feature `enabled` off.
+For each build: it runs untraced and finds one address per name across
+functions, modules and crates; every probe has a note with provider sp, a
+semaphore in .probes (one symbol per name) and register arguments; every
+site is lea -128(%rsp) / nop5 / lea 128(%rsp); and every named site loads
+its name from the symbol of its text, one address per text."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MANIFEST = os.path.join(HERE, "Cargo.toml")
+BASE = os.environ.get("RUST_TARGET_BASE", "/tmp/sp-rust-matrix")
+passed = failed = 0
+
+EXPECTED_ARGS = {
+    "query_begin": 1, "query_end": 1, "cache_hit": 1, "incr_load_begin": 1,
+    "incr_load_end": 1, "blocked_begin": 1, "blocked_end": 1, "mark": 2,
+    "alloc": 3, "free": 2, "thread_name": 1, "custom0": 0, "custom6": 6,
+}
+NAMED = {k for k, v in EXPECTED_ARGS.items() if not k.startswith("custom")}
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL " + what)
+    return cond
+
+
+def out(args):
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout
+
+
+def notes(path):
+    sites = []
+    for m in re.finditer(r"Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), "
+                         r"Base: (0x[0-9a-f]+), Semaphore: (0x[0-9a-f]+)\s+"
+                         r"Arguments: ?(.*)", out(["readelf", "-nW", path])):
+        sites.append(dict(provider=m.group(1), name=m.group(2), pc=int(m.group(3), 16),
+                          base=int(m.group(4), 16), sema=int(m.group(5), 16),
+                          args=m.group(6).split()))
+    return sites
+
+
+def sections(path):
+    secs = {}
+    for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)",
+                         out(["readelf", "-SW", path])):
+        secs[m.group(1)] = (int(m.group(2), 16), int(m.group(3), 16))
+    return secs
+
+
+def disasm(path):
+    insns = []
+    for line in out(["objdump", "-d", "--no-show-raw-insn", path]).splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s+(.*)", line)
+        if m:
+            insns.append((int(m.group(1), 16), m.group(2).strip()))
+    return insns
+
+
+def check_build(label, path, must_run):
+    if must_run:
+        p = subprocess.run([path])
+        check(p.returncode == 0, "%s: runs untraced, one address per name (exit %d)" %
+              (label, p.returncode))
+    secs = sections(path)
+    probes = secs.get(".probes")
+    check(".stapsdt.base" in secs, "%s: .stapsdt.base kept" % label)
+    sites = [s for s in notes(path) if s["provider"] == "sp"]
+    # Notes of functions the linker garbage-collected keep a pc of 0 + offset.
+    text = secs.get(".text", (0, 0))
+    live = [s for s in sites if text[0] <= s["pc"] < text[0] + text[1]]
+    by_name = {}
+    for s in live:
+        by_name.setdefault(s["name"], []).append(s)
+    sema_of = {}
+    for name, nargs in EXPECTED_ARGS.items():
+        if not check(name in by_name, "%s: probe sp:%s present" % (label, name)):
+            continue
+        for s in by_name[name]:
+            check(probes and probes[0] <= s["sema"] < probes[0] + probes[1],
+                  "%s: sp:%s semaphore %#x in .probes" % (label, name, s["sema"]))
+            sema_of.setdefault(name, set()).add(s["sema"])
+            check(s["base"] == secs.get(".stapsdt.base", (None,))[0],
+                  "%s: sp:%s base is .stapsdt.base" % (label, name))
+            check(len(s["args"]) == nargs and
+                  all(re.fullmatch(r"-8@%r(\w+)", a) for a in s["args"]),
+                  "%s: sp:%s args %s are %d 64-bit registers" % (label, name, s["args"], nargs))
+    for name, sems in sema_of.items():
+        check(len(sems) == 1, "%s: sp:%s: one semaphore (%s)" % (label, name, sems))
+    syms = re.findall(r" (sp_\w+_semaphore)$", out(["nm", path]), re.M)
+    check(len(syms) == len(set(syms)), "%s: one symbol per semaphore name" % label)
+    insns = disasm(path)
+    index = {addr: i for i, (addr, _) in enumerate(insns)}
+    name_addr = {}
+    for s in live:
+        i = index.get(s["pc"])
+        ok = (i is not None and 1 < i < len(insns) - 1 and
+              insns[i][1].startswith("nopl   0x0(%rax,%rax,1)") and
+              insns[i - 1][1] == "lea    -0x80(%rsp),%rsp" and
+              insns[i + 1][1] == "lea    0x80(%rsp),%rsp")
+        check(ok, "%s: sp:%s site at %#x is lea/nop5/lea" % (label, s["name"], s["pc"]))
+        if not ok or s["name"] not in NAMED:
+            continue
+        # The name: lea sym(%rip),%reg right before the site, into arg 0.
+        m = re.match(r"lea\s+-?0x[0-9a-f]+\(%rip\),(%\w+)\s+# ([0-9a-f]+) <sp\.name\.(.*)>",
+                     insns[i - 2][1])
+        if check(m and "-8@" + m.group(1) == s["args"][0],
+                 "%s: sp:%s at %#x loads its name symbol into arg 0 (%s)" %
+                 (label, s["name"], s["pc"], insns[i - 2][1])):
+            name_addr.setdefault(m.group(3), set()).add(int(m.group(2), 16))
+    for text_, addrs in name_addr.items():
+        check(len(addrs) == 1, "%s: name %r has one address (%s)" % (label, text_, addrs))
+    check("cross" in name_addr and "m_query" in name_addr,
+          "%s: names of both crates seen (%s)" % (label, sorted(name_addr)))
+
+
+def toolchains():
+    found = []
+    for c in (shutil.which("cargo"), os.path.expanduser("~/.cargo/bin/cargo"),
+              "/root/.cargo/bin/cargo", "/usr/bin/cargo"):
+        if c and os.access(c, os.X_OK):
+            rustc = os.path.join(os.path.dirname(c), "rustc")
+            v = subprocess.run([rustc if os.access(rustc, os.X_OK) else "rustc", "--version"],
+                               capture_output=True, text=True).stdout.split()[1]
+            if v not in [x[1] for x in found]:
+                found.append((c, v, rustc))
+    return found
+
+
+def main():
+    tcs = toolchains()
+    if not tcs:
+        if os.environ.get("CI") == "true":
+            print("FAIL: no cargo (CI=true: must not skip)")
+            sys.exit(1)
+        print("SKIP: no cargo")
+        sys.exit(77)
+    configs = [
+        ("debug", [], {}, "debug"),
+        ("release", ["--release"], {"CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "16"}, "release"),
+        ("lto-fat", ["--release"], {"CARGO_PROFILE_RELEASE_LTO": "fat"}, "release"),
+        ("lto-thin", ["--release"], {"CARGO_PROFILE_RELEASE_LTO": "thin",
+                                     "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "16"}, "release"),
+        # Position-dependent executable: the bin alone linked with -no-pie
+        # (after rustc's -pie); the cdylib is built as usual.
+        ("non-pie", ["--release", "--bin", "sp-matrix", "--", "-C", "link-arg=-no-pie"],
+         {}, "release"),
+    ]
+    for cargo, version, rustc in tcs:
+        for name, flags, env, profile in configs:
+            label = "rustc %s %s" % (version, name)
+            target = os.path.join(BASE, version, name)
+            e = dict(os.environ, RUSTC=rustc, **env)
+            if "RUSTFLAGS" not in env:
+                e.pop("RUSTFLAGS", None)
+            verb = "rustc" if "--" in flags else "build"
+            p = subprocess.run([cargo, verb, "--offline", "--quiet", "-p", "sp-matrix",
+                                "--manifest-path", MANIFEST, "--target-dir", target] + flags,
+                               env=e, capture_output=True, text=True)
+            if not check(p.returncode == 0, "%s: builds: %s" % (label, p.stderr[-800:])):
+                continue
+            check(p.stderr.strip() == "", "%s: no warnings: %s" % (label, p.stderr[-500:]))
+            exe = os.path.join(target, profile, "sp-matrix")
+            etype = re.search(r"Type:\s+(\w+)", out(["readelf", "-h", exe])).group(1)
+            eq_type = "EXEC" if name == "non-pie" else "DYN"
+            check(etype == eq_type, "%s: executable type %s (%s)" % (label, eq_type, etype))
+            check_build(label, exe, True)
+            if name != "non-pie":
+                check_build(label + " cdylib",
+                            os.path.join(target, profile, "libsp_matrix.so"), False)
+        # The feature off: nothing emitted, the program still runs.
+        target = os.path.join(BASE, version, "disabled")
+        label = "rustc %s --no-default-features" % version
+        p = subprocess.run([cargo, "build", "--offline", "--quiet", "-p", "sp-matrix",
+                            "--no-default-features", "--manifest-path", MANIFEST,
+                            "--target-dir", target], env=dict(os.environ, RUSTC=rustc),
+                           capture_output=True, text=True)
+        if check(p.returncode == 0, "%s: builds: %s" % (label, p.stderr[-800:])):
+            exe = os.path.join(target, "debug", "sp-matrix")
+            check(subprocess.run([exe]).returncode == 0, "%s: runs" % label)
+            check(not [s for s in notes(exe) if s["provider"] == "sp"], "%s: no notes" % label)
+            check(".probes" not in sections(exe), "%s: no .probes" % label)
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+main()
