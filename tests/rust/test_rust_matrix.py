@@ -7,7 +7,9 @@ For each build: it runs untraced and finds one address per name across
 functions, modules and crates; every probe has a note with provider sp, a
 semaphore in .probes (one symbol per name) and register arguments; every
 site is lea -128(%rsp) / nop5 / lea 128(%rsp); and every named site loads
-its name from the symbol of its text, one address per text."""
+its name from the symbol of its text, one address per text. Names that are not string literals and
+arguments that are not integers or pointers are compile errors with a clear
+message. Clippy, where the toolchain has it, finds nothing."""
 import os
 import re
 import shutil
@@ -126,6 +128,51 @@ def check_build(label, path, must_run):
           "%s: names of both crates seen (%s)" % (label, sorted(name_addr)))
 
 
+# Bad input: each program must fail to compile with a message naming the
+# mistake.
+BAD = [
+    ("name in a variable", 'let q = "parse"; sp_probe::sp_query_begin!(q);',
+     "the name must be a string literal"),
+    ("name not a string", "sp_probe::sp_query_end!(42);", "expected `&str`"),
+    ("name with a quote", 'sp_probe::sp_cache_hit!("a\\"b");', "must not contain"),
+    ("empty name", 'sp_probe::sp_thread_name!("");', "must not be empty"),
+    ("float argument", 'sp_probe::sp_mark!("m", 1.5f64);', "IntegerOrPointer"),
+    ("struct argument", 'struct S; sp_probe::sp_probe!(p, S);', "IntegerOrPointer"),
+    ("String argument", 'sp_probe::sp_alloc!("T", String::new(), 0usize);', "IntegerOrPointer"),
+    ("reference argument", 'let x = 1u64; sp_probe::sp_mark!("m", &x);', "IntegerOrPointer"),
+    ("probe name a string", 'sp_probe::sp_probe!("p", 1u8);', "`name` an identifier"),
+    ("scope name in a variable", 'let q = "x"; sp_probe::sp_scope!(q);',
+     "the name must be a string literal"),
+]
+
+
+def check_compile_errors(label, rustc, deps):
+    # The newest: an older build with other features may have left one.
+    rlibs = sorted((f for f in os.listdir(deps)
+                    if f.startswith("libsp_probe-") and f.endswith(".rlib")),
+                   key=lambda f: os.path.getmtime(os.path.join(deps, f)), reverse=True)
+    if not check(rlibs, "%s: the sp_probe rlib in %s" % (label, deps)):
+        return
+    tmp = os.path.join(deps, "..", "bad-input")
+    os.makedirs(tmp, exist_ok=True)
+    good = os.path.join(tmp, "good.rs")
+    with open(good, "w") as f:
+        f.write('fn main() { sp_probe::sp_query_begin!("ok"); sp_probe::sp_mark!("m", 1u8); }\n')
+    base = [rustc, "--edition", "2018", "-L", "dependency=" + deps,
+            "--extern", "sp_probe=" + os.path.join(deps, rlibs[0]), "-o"]
+    p = subprocess.run(base + [os.path.join(tmp, "good"), good], capture_output=True, text=True)
+    check(p.returncode == 0, "%s: the control program compiles (%s)" % (label, p.stderr[-300:]))
+    for i, (what, body, msg) in enumerate(BAD):
+        src = os.path.join(tmp, "bad%d.rs" % i)
+        with open(src, "w") as f:
+            f.write("fn main() { %s }\n" % body)
+        p = subprocess.run(base + [os.path.join(tmp, "bad%d" % i), src],
+                           capture_output=True, text=True)
+        check(p.returncode != 0 and (msg is None or msg in p.stderr),
+              "%s: %s is a compile error saying %r (%s)" %
+              (label, what, msg, p.stderr.strip()[:300]))
+
+
 def toolchains():
     found = []
     for c in (shutil.which("cargo"), os.path.expanduser("~/.cargo/bin/cargo"),
@@ -177,6 +224,8 @@ def main():
             eq_type = "EXEC" if name == "non-pie" else "DYN"
             check(etype == eq_type, "%s: executable type %s (%s)" % (label, eq_type, etype))
             check_build(label, exe, True)
+            if name == "debug":
+                check_compile_errors(label, rustc, os.path.join(target, "debug", "deps"))
             if name != "non-pie":
                 check_build(label + " cdylib",
                             os.path.join(target, profile, "libsp_matrix.so"), False)
@@ -192,6 +241,18 @@ def main():
             check(subprocess.run([exe]).returncode == 0, "%s: runs" % label)
             check(not [s for s in notes(exe) if s["provider"] == "sp"], "%s: no notes" % label)
             check(".probes" not in sections(exe), "%s: no .probes" % label)
+        # Clippy where the toolchain has it (rustup's does, Debian's not).
+        if os.access(os.path.join(os.path.dirname(cargo), "cargo-clippy"), os.X_OK):
+            root = os.path.join(HERE, "..", "..")
+            for m in ("probes/rust", "examples/rust", "tests/rust"):
+                p = subprocess.run([cargo, "clippy", "--offline", "--quiet", "--all-targets",
+                                    "--manifest-path", os.path.join(root, m, "Cargo.toml"),
+                                    "--target-dir", os.path.join(BASE, version, "clippy"),
+                                    "--", "-D", "warnings"],
+                                   env=dict(os.environ, RUSTC=rustc), capture_output=True,
+                                   text=True)
+                check(p.returncode == 0, "rustc %s: clippy clean: %s (%s)" %
+                      (version, m, p.stderr[-600:]))
     print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
 

@@ -206,6 +206,9 @@ enum Memo {
     Done(u64),
 }
 
+/// The open incremental cache: the file, and the offset of each record.
+type Cache = (File, HashMap<(Q, u32), u64>);
+
 /// One record of the incremental cache file: query, key, encoded value,
 /// check of the value.
 const RECORD: usize = 24;
@@ -218,7 +221,7 @@ struct Session {
     done: Condvar,
     next_item: AtomicU32,
     /// The incremental cache: the file and where each record is.
-    cache: Option<(File, HashMap<(Q, u32), u64>)>,
+    cache: Option<Cache>,
 }
 
 fn edited(s: &Session, item: u32) -> bool {
@@ -422,7 +425,7 @@ fn persist(s: &Session, path: &PathBuf, t: &mut Truth) -> io::Result<()> {
 }
 
 /// Reads the index of the cache file: where each record is.
-fn load_dep_graph(path: &PathBuf, t: &mut Truth) -> io::Result<(File, HashMap<(Q, u32), u64>)> {
+fn load_dep_graph(path: &PathBuf, t: &mut Truth) -> io::Result<Cache> {
     sp_scope!("load_dep_graph");
     let t0 = t.begin();
     let r = (|| {
@@ -477,7 +480,7 @@ fn main() {
             _ => usage(),
         }
     }
-    if threads == 0 || threads > 256 || items == 0 || items > 100_000 || !(scale > 0.0) {
+    if threads == 0 || threads > 256 || items == 0 || items > 100_000 || scale.is_nan() || scale <= 0.0 {
         usage();
     }
     sp_thread_name!("main");

@@ -2,10 +2,11 @@
 //! Probe arguments: names made by `sp_name!`, and the integer-or-pointer
 //! conversion every other argument goes through.
 
-/// A value that can be a probe argument: an integer, `bool`, `char` or a
-/// pointer, passed as 64 bits in a register (signed integers sign-extended,
-/// as C's `(long long)` cast does). Anything else (a float, a slice, a
-/// struct) is a compile error.
+/// A value that can be a probe argument: an integer, `bool`, `char` or a raw
+/// pointer (`*const T`, `*mut T`, `NonNull<T>`), passed as 64 bits in a
+/// register (signed integers sign-extended, as C's `(long long)` cast does).
+/// Anything else (a float, a reference, a `String`, a struct) is a compile
+/// error; pass a reference's address as `r as *const T` or `v.as_ptr()`.
 pub trait IntegerOrPointer {
     /// The 64-bit register value.
     fn sp_arg(self) -> u64;
@@ -45,20 +46,6 @@ impl<T: ?Sized> IntegerOrPointer for *mut T {
     #[inline(always)]
     fn sp_arg(self) -> u64 {
         self as *const u8 as usize as u64
-    }
-}
-
-impl<T: ?Sized> IntegerOrPointer for &T {
-    #[inline(always)]
-    fn sp_arg(self) -> u64 {
-        self as *const T as *const u8 as usize as u64
-    }
-}
-
-impl<T: ?Sized> IntegerOrPointer for &mut T {
-    #[inline(always)]
-    fn sp_arg(self) -> u64 {
-        self as *const T as *const u8 as usize as u64
     }
 }
 

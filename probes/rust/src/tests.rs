@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[test]
 fn every_macro_runs_untraced() {
-    let v = vec![1u8, 2, 3];
+    let v = [1u8, 2, 3];
     sp_query_begin!("t_query");
     sp_cache_hit!("t_query");
     sp_incr_load_begin!("t_query");
@@ -19,7 +19,7 @@ fn every_macro_runs_untraced() {
     sp_mark!("t_mark", 42u32);
     sp_mark!("t_mark", -1i64);
     sp_alloc!("T", v.len(), v.as_ptr());
-    sp_free!("T", &v);
+    sp_free!("T", v.as_ptr());
     sp_probe!(t_custom0);
     sp_probe!(t_custom6, 1u8, 2u16, 3u32, 4u64, 5usize, v.as_ptr());
     sp_query_end!("t_query");
@@ -123,9 +123,11 @@ fn integer_or_pointer_conversions() {
     assert_eq!(255u8.sp_arg(), 255);
     assert_eq!(true.sp_arg(), 1);
     let x = 5u32;
-    assert_eq!((&x).sp_arg(), &x as *const u32 as usize as u64);
+    let p = &x as *const u32;
+    assert_eq!(p.sp_arg(), p as usize as u64);
     let s: &[u8] = b"abc";
-    assert_eq!(s.sp_arg(), s.as_ptr() as usize as u64, "a fat pointer passes its address");
+    let fat = s as *const [u8];
+    assert_eq!(fat.sp_arg(), s.as_ptr() as usize as u64, "a fat pointer passes its address");
 }
 
 struct Counting {

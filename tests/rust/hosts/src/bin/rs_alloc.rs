@@ -88,8 +88,8 @@ fn main() {
     // Formatted into a stack buffer: printing allocates nothing more.
     let mut buf = [0u8; 200];
     let mut w = &mut buf[..];
-    write!(w, "{{\"allocs\": {}, \"alloc_bytes\": {}, \"frees\": {}, \"free_bytes\": {}, \
-               \"work\": {}, \"leak\": {}}}\n",
+    writeln!(w, "{{\"allocs\": {}, \"alloc_bytes\": {}, \"frees\": {}, \"free_bytes\": {}, \
+                 \"work\": {}, \"leak\": {}}}",
            counts[0], counts[1], counts[2], counts[3], n, leak.len()).unwrap();
     let left = w.len();
     out.write_all(&buf[..buf.len() - left]).unwrap();
