@@ -241,6 +241,15 @@ def main():
             check(subprocess.run([exe]).returncode == 0, "%s: runs" % label)
             check(not [s for s in notes(exe) if s["provider"] == "sp"], "%s: no notes" % label)
             check(".probes" not in sections(exe), "%s: no .probes" % label)
+        # The example and every test host build clean with this toolchain too.
+        root = os.path.join(HERE, "..", "..")
+        for m in ("examples/rust", "tests/rust"):
+            p = subprocess.run([cargo, "build", "--offline", "--release", "--workspace",
+                                "--manifest-path", os.path.join(root, m, "Cargo.toml"),
+                                "--target-dir", os.path.join(BASE, version, "all")],
+                               env=dict(os.environ, RUSTC=rustc), capture_output=True, text=True)
+            check(p.returncode == 0 and "warning" not in p.stderr,
+                  "rustc %s: %s builds without warnings (%s)" % (version, m, p.stderr[-800:]))
         # Clippy where the toolchain has it (rustup's does, Debian's not).
         if os.access(os.path.join(os.path.dirname(cargo), "cargo-clippy"), os.X_OK):
             root = os.path.join(HERE, "..", "..")

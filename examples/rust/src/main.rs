@@ -358,7 +358,7 @@ mod workers {
     use super::{Session, Truth, Worker};
     use std::thread::Builder;
 
-    pub fn scope_compat(s: &Session, threads: u32, all: &mut Truth) {
+    pub(super) fn scope_compat(s: &Session, threads: u32, all: &mut Truth) {
         let addr = s as *const Session as usize;
         let handles: Vec<_> = (0..threads)
             .map(|id| {
