@@ -124,7 +124,19 @@ def red_zone_use(func):
 
 
 def test_redzone():
-    for func in ("rs_rz_safe", "rs_rz_naive"):
+    # Whether this rustc keeps a leaf function's frame in the red zone at
+    # all: rs_rz_expected is the same body without probes. rustc 1.63
+    # (Debian 12) gives every function call-style stack probes
+    # (__rust_probestack), and its LLVM then never uses the red zone: code
+    # from it has no red-zone hazard. A newer rustc does use it, and then
+    # the probes must not make it stop (the asm is nostack).
+    stores, _, moved = red_zone_use("rs_rz_expected")
+    hazard = stores and not moved
+    if not hazard:
+        print("note: this rustc never keeps a frame in the red zone (rs_rz_expected "
+              "moves %rsp): no red-zone hazard in its code; the site's bytes are "
+              "checked by the rust_matrix test, and the red zone with a newer rustc")
+    for func in ("rs_rz_safe", "rs_rz_naive") if hazard else ():
         eq(red_zone_use(func), (True, True, False),
            "%s keeps data below %%rsp across its probes (stores, loads after "
            "the sites, %%rsp never moved)" % func)
@@ -136,10 +148,12 @@ def test_redzone():
           "redzone traced sp-probe site: all right (%s)" % p.stdout.strip())
     if s:
         eq(rows(s).get("rz", {}).get("count"), calls, "redzone: every call counted")
-    p, s = trace_json(["--", RZ, "naive", "200000"], timeout=600)
-    m = re.search(r"wrong=(\d+)", p.stdout)
-    check(m and int(m.group(1)) > 0,
-          "negative control: a naive nop5 site corrupts the red zone (%s)" % p.stdout.strip())
+    if hazard:
+        p, s = trace_json(["--", RZ, "naive", "200000"], timeout=600)
+        m = re.search(r"wrong=(\d+)", p.stdout)
+        check(m and int(m.group(1)) > 0,
+              "negative control: a naive nop5 site corrupts the red zone (%s)" %
+              p.stdout.strip())
 
 
 def test_mixed():

@@ -19,7 +19,7 @@
 //!     sp_cache_hit!("lang_items");
 //!     parse(src)                           // nested: its time leaves typeck's self time
 //! }
-//! # assert_eq!(typeck("fn main() {}"), 12);
+//! # assert_eq!(typeck("abc"), 3);
 //! ```
 //!
 //! Then run `sudo sptrace -- ./prog`: a Rust binary is traced exactly like a
