@@ -71,7 +71,7 @@ def disasm(path):
     return insns
 
 
-def check_build(label, path, must_run):
+def check_build(label, path, must_run, optimized):
     if must_run:
         p = subprocess.run([path])
         check(p.returncode == 0, "%s: runs untraced, one address per name (exit %d)" %
@@ -122,6 +122,20 @@ def check_build(label, path, must_run):
                  "%s: sp:%s at %#x loads its name symbol into arg 0 (%s)" %
                  (label, s["name"], s["pc"], insns[i - 2][1])):
             name_addr.setdefault(m.group(3), set()).add(int(m.group(2), 16))
+    # Untraced cost, optimized: each probe's semaphore is read by one movzwl,
+    # then one test and one conditional jump. (sp_enabled!, a value, ORs
+    # the standard semaphores together: not a site.)
+    for j, (addr, ins) in enumerate(insns[:-2] if optimized else []):
+        if not re.match(r"movzwl\s+\S+\(%rip\),%\w+\s+# [0-9a-f]+ <sp_\w+_semaphore>", ins):
+            continue
+        k = j + 1
+        if insns[k][1].startswith("or ") and "_semaphore>" in insns[k][1]:
+            continue
+        check(k + 1 < len(insns) and insns[k][1].startswith("test ") and
+              re.match(r"j(n?e|n?z)\s", insns[k + 1][1]),
+              "%s: semaphore load at %#x is followed by test and a branch (%s; %s)" %
+              (label, addr, insns[k][1] if k < len(insns) else "",
+               insns[k + 1][1] if k + 1 < len(insns) else ""))
     for text_, addrs in name_addr.items():
         check(len(addrs) == 1, "%s: name %r has one address (%s)" % (label, text_, addrs))
     check("cross" in name_addr and "m_query" in name_addr,
@@ -223,12 +237,13 @@ def main():
             etype = re.search(r"Type:\s+(\w+)", out(["readelf", "-h", exe])).group(1)
             eq_type = "EXEC" if name == "non-pie" else "DYN"
             check(etype == eq_type, "%s: executable type %s (%s)" % (label, eq_type, etype))
-            check_build(label, exe, True)
+            check_build(label, exe, True, name != "debug")
             if name == "debug":
                 check_compile_errors(label, rustc, os.path.join(target, "debug", "deps"))
             if name != "non-pie":
                 check_build(label + " cdylib",
-                            os.path.join(target, profile, "libsp_matrix.so"), False)
+                            os.path.join(target, profile, "libsp_matrix.so"), False,
+                            name != "debug")
         # The feature off: nothing emitted, the program still runs.
         target = os.path.join(BASE, version, "disabled")
         label = "rustc %s --no-default-features" % version
