@@ -11,8 +11,10 @@
  * lookup and no helper call.
  *
  * --query specs are the exception: third-party USDT probes, attached
- * through libbpf's USDT layer, whose row name is a string argument hashed
- * here (or a fixed name the loader chose); see spec_name().
+ * through libbpf's USDT layer. Each spec line has its own per-thread stack
+ * (its track, shared only by lines that say stack=NAME), so a provider's
+ * overlapping intervals never disturb each other or the sp probes; its
+ * row name is formed once, at BEGIN (see spec_name()).
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -22,6 +24,7 @@
 #include <sptrace/query_abi.h>
 #include <sptrace/hist.h>
 #include <sptrace/qstack.h>
+#include <sptrace/spec_norm.h>
 #include <sptrace/record_abi.h>
 #include <sptrace/follow_abi.h>
 #include "sp_regs.bpf.h"
@@ -86,7 +89,8 @@ struct {
 	__uint(max_entries, SP_DEFAULT_RINGBUF);
 } events SEC(".maps");
 
-/* --query: the string of each hashed name, once (key: the tagged name). */
+/* --query: the string of each row value, once (key: the row's name with
+ * outcome 0); also the set of a line's values, for its row cap. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SP_DEFAULT_MAX_QUERIES);
@@ -102,14 +106,30 @@ struct {
 	__type(value, struct sp_spec_name);
 } spec_scratch SEC(".maps");
 
-/* --query: name strings that could not be read (named "<unreadable>").
- * Apart from SP_ERR_NAME_READ, which userspace recomputes for sp names. */
+/* --query: one stack of open intervals per thread and track. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_DEFAULT_MAX_THREADS);
+	__type(key, struct sp_spec_tkey);
+	__type(value, struct sp_thread_stack);
+} spec_stacks SEC(".maps");
+
+/* --query: distinct values per line, against its row cap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SP_SPEC_MAX_LINES);
 	__type(key, __u32);
 	__type(value, __u64);
-} spec_unreadable SEC(".maps");
+} spec_rows SEC(".maps");
+
+/* --query: enum sp_spec_error per line (slot line * SP_SPEC_ERR__MAX + e). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_SPEC_MAX_LINES * SP_SPEC_ERR__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} spec_errors SEC(".maps");
 
 /* Zeroed templates for map values too large for the 512-byte BPF stack. */
 struct {
@@ -142,6 +162,10 @@ const volatile __u64 wakeup_bytes = SP_DEFAULT_RINGBUF / 4;
 
 /* Set before load by --follow. */
 const volatile bool follow = false;
+
+/* Set before load by --query: its lines, and how many tracks they use. */
+const volatile struct sp_spec_line spec_lines[SP_SPEC_MAX_LINES];
+const volatile __u32 spec_ntracks = 0;
 
 /* Does the current process count? With --follow, only followed ones. */
 static __always_inline bool traced(void)
@@ -322,13 +346,44 @@ static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
 	return begin(sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
+/* The figures of an interval END closed, into its row. */
+static __always_inline struct sp_query_stats *
+add_closed(__u32 tgid, const struct sp_closed *c)
+{
+	struct sp_query_stats *row;
+
+	row = query_row(tgid, c->name);
+	if (!row)
+		return NULL;
+	row->total_ns += c->total_ns;
+	row->self_ns += c->self_ns;
+	switch (c->kind) {
+	case SP_FRAME_QUERY:
+		if (!row->count || c->total_ns < row->min_ns)
+			row->min_ns = c->total_ns;
+		if (c->total_ns > row->max_ns)
+			row->max_ns = c->total_ns;
+		row->count++;
+		hist_add(tgid, c->name, c->total_ns);
+		break;
+	case SP_FRAME_BLOCKED:
+		row->blocked_count++;
+		row->blocked_ns += c->total_ns;
+		break;
+	case SP_FRAME_INCR_LOAD:
+		row->incr_loads++;
+		row->incr_load_ns += c->total_ns;
+		break;
+	}
+	return row;
+}
+
 /* END of an interval; `sp` as for begin(), for --func returns. */
 static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32;
 	struct sp_thread_stack *st;
-	struct sp_query_stats *row;
 	struct sp_closed c = {};
 	int r;
 
@@ -356,29 +411,7 @@ static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 	if (c.discarded)
 		count_error(SP_ERR_END_MISMATCH, c.discarded);
 
-	row = query_row(tgid, c.name);
-	if (!row)
-		return 0;
-	row->total_ns += c.total_ns;
-	row->self_ns += c.self_ns;
-	switch (kind) {
-	case SP_FRAME_QUERY:
-		if (!row->count || c.total_ns < row->min_ns)
-			row->min_ns = c.total_ns;
-		if (c.total_ns > row->max_ns)
-			row->max_ns = c.total_ns;
-		row->count++;
-		hist_add(tgid, c.name, c.total_ns);
-		break;
-	case SP_FRAME_BLOCKED:
-		row->blocked_count++;
-		row->blocked_ns += c.total_ns;
-		break;
-	case SP_FRAME_INCR_LOAD:
-		row->incr_loads++;
-		row->incr_load_ns += c.total_ns;
-		break;
-	}
+	add_closed(tgid, &c);
 	return 0;
 }
 
@@ -492,56 +525,166 @@ int sp_func_return(struct pt_regs *ctx)
 		   SP_EV_QUERY_END, SP_CTX_REG(ctx, rsp) - 16);
 }
 
-/*
- * --query: the row name of a spec probe. A string argument is read into a
- * per-CPU buffer and hashed (FNV-1a 64): third-party names are no literals,
- * so their address says nothing. The string is kept once per hash. Returns
- * 0 when no name can be formed (counted).
- */
-static __always_inline __u64 spec_name(struct pt_regs *ctx, __u64 cookie)
+/* ---- --query specs -------------------------------------------------- */
+
+static __always_inline void spec_error(__u32 line, __u32 e)
 {
-	static const char unreadable[] = "<unreadable>";
-	struct sp_spec_name *buf;
-	__u64 h = SP_FNV_OFFSET, name;
-	__u32 zero = 0, i;
-	long ptr = 0, len = -1, err;
+	__u32 slot = line * SP_SPEC_ERR__MAX + e;
+	__u64 *v;
 
-	if (cookie & SP_SPEC_LITERAL)
-		return SP_FUNC_TAG | SP_SPEC_INDEX(cookie);
-	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
-	if (!buf)
-		return 0;
-	if (!bpf_usdt_arg(ctx, SP_SPEC_ARG(cookie), &ptr) && ptr)
-		len = bpf_probe_read_user_str(buf->str, sizeof(buf->str),
-					      (const void *)ptr);
-	if (len <= 0) {
-		__u64 *v = bpf_map_lookup_elem(&spec_unreadable, &zero);
-
-		if (v)
-			*v += 1;
-		__builtin_memcpy(buf->str, unreadable, sizeof(unreadable));
-		len = sizeof(unreadable);
-	}
-	for (i = 0; i < SP_SPEC_NAME_LEN; i++) {
-		if (i + 1 >= len)	/* len counts the NUL */
-			break;
-		h ^= (__u8)buf->str[i];
-		h *= SP_FNV_PRIME;
-	}
-	name = SP_SPEC_TAG | (h >> 2);
-	if (!bpf_map_lookup_elem(&spec_names, &name)) {
-		err = bpf_map_update_elem(&spec_names, &name, buf, BPF_NOEXIST);
-		if (err && err != -EEXIST)
-			count_error(SP_ERR_NAMES_FULL, 1);
-	}
-	return name;
+	if (slot >= SP_SPEC_MAX_LINES * SP_SPEC_ERR__MAX)
+		return;
+	v = bpf_map_lookup_elem(&spec_errors, &slot);
+	if (v)
+		*v += 1;
 }
 
-static __always_inline __u32 spec_kind(__u64 cookie)
+/* An if= or hit= condition on an integer argument; an argument that
+ * cannot be read makes it false. */
+static __always_inline bool spec_cond(struct pt_regs *ctx, __u32 arg,
+				      __u32 op, __s64 val)
 {
-	__u32 kind = SP_SPEC_KIND(cookie);
+	long v = 0;
 
-	return kind < SP_FRAME__MAX ? kind : SP_FRAME_QUERY;
+	if (op == SP_OP_NONE)
+		return true;
+	if (bpf_usdt_arg(ctx, arg, &v))
+		return false;
+	switch (op) {
+	case SP_OP_EQ: return v == val;
+	case SP_OP_NE: return v != val;
+	case SP_OP_LT: return v < val;
+	case SP_OP_LE: return v <= val;
+	case SP_OP_GT: return v > val;
+	case SP_OP_GE: return v >= val;
+	}
+	return false;
+}
+
+/* The state of one normalizing hash pass (a bpf_loop callback's). */
+struct norm_pass {
+	struct sp_spec_name *buf;
+	struct sp_norm st;
+	__u32 mode;
+	long len;
+	__u64 h;
+};
+
+static __always_inline __u64 fnv_bytes(__u64 h, __u32 out)
+{
+	__u32 k;
+
+	for (k = 0; k < 3 && out; k++) {
+		h ^= out & 0xff;
+		h *= SP_FNV_PRIME;
+		out >>= 8;
+	}
+	return h;
+}
+
+/* One byte of normalize=sql|digits. A callback of bpf_loop(): the state
+ * machine's branches inside an unrolled 256-byte loop are more than the
+ * verifier explores. */
+static long norm_byte(__u32 i, void *data)
+{
+	struct norm_pass *p = data;
+	__u8 c, next;
+
+	if (i + 1 >= p->len)	/* len counts the NUL */
+		return 1;
+	c = (__u8)p->buf->str[i & (SP_SPEC_NAME_LEN - 1)];
+	next = (__u8)p->buf->str[(i + 1) & (SP_SPEC_NAME_LEN - 1)];
+	p->h = fnv_bytes(p->h, sp_norm_step(&p->st, p->mode, c, next));
+	return 0;
+}
+
+/*
+ * The value of a string argument: read into a per-CPU buffer and hashed
+ * (FNV-1a 64), raw or in one pass with its normalization (spec_norm.h);
+ * the row keeps the raw string once. An unreadable string is named
+ * "<unreadable>".
+ */
+static __always_inline __u64 spec_str_value(struct pt_regs *ctx, __u32 line,
+					     __u32 arg, __u32 norm,
+					     struct sp_spec_name *buf)
+{
+	struct norm_pass p = { .buf = buf, .mode = norm, .h = SP_FNV_OFFSET };
+	long ptr = 0;
+	__u32 i;
+
+	p.len = -1;
+	if (!bpf_usdt_arg(ctx, arg, &ptr) && ptr)
+		p.len = bpf_probe_read_user_str(buf->str, sizeof(buf->str),
+						(const void *)ptr);
+	if (p.len <= 0) {
+		spec_error(line, SP_SPEC_ERR_NAME_READ);
+		/* Stores of constants: a static string here would be a
+		 * .rodata variable libbpf 1.1 places wrongly in its BTF. */
+		__builtin_memcpy(buf->str, "<unreadable>", 13);
+		p.len = 13;
+	}
+	if (norm == SP_NORM_NONE) {
+		for (i = 0; i < SP_SPEC_NAME_LEN - 1; i++) {
+			if (i + 1 >= p.len)
+				break;
+			p.h ^= (__u8)buf->str[i];
+			p.h *= SP_FNV_PRIME;
+		}
+		return p.h >> 14;
+	}
+	bpf_loop(SP_SPEC_NAME_LEN - 1, norm_byte, &p, 0);
+	p.h = fnv_bytes(p.h, sp_norm_finish(&p.st));
+	return p.h >> 14;
+}
+
+/*
+ * The row name of an event of spec line `line`. A value not seen before
+ * joins the line's rows while the line has fewer than its max_rows;
+ * after that its events go to the line's "<other>" row, so counts stay
+ * exact while the maps stay bounded.
+ */
+static __always_inline __u64 spec_name(struct pt_regs *ctx, __u32 line,
+				       const volatile struct sp_spec_line *l)
+{
+	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0);
+	struct sp_spec_name *buf;
+	__u64 name, *rows;
+	__u32 zero = 0;
+	long v = 0, err;
+
+	if (l->name_type == SP_SPEC_NAME_FIXED)
+		return SP_SPEC_NAME(line, 0, 0);
+	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!buf)
+		return other;
+	if (l->name_type == SP_SPEC_NAME_INT) {
+		if (bpf_usdt_arg(ctx, l->name_arg, &v)) {
+			spec_error(line, SP_SPEC_ERR_NAME_READ);
+			return other;
+		}
+		name = SP_SPEC_NAME(line, 0, (__u64)v);
+		buf->str[0] = 0;
+	} else {
+		name = SP_SPEC_NAME(line, 0, spec_str_value(ctx, line,
+							    l->name_arg,
+							    l->normalize, buf));
+	}
+	if (bpf_map_lookup_elem(&spec_names, &name))
+		return name;
+	rows = bpf_map_lookup_elem(&spec_rows, &line);
+	if (rows && l->max_rows && *rows >= l->max_rows) {
+		spec_error(line, SP_SPEC_ERR_OTHER);
+		return other;
+	}
+	err = bpf_map_update_elem(&spec_names, &name, buf, BPF_NOEXIST);
+	if (!err && rows)
+		__sync_fetch_and_add(rows, 1);
+	else if (err && err != -EEXIST) {
+		spec_error(line, SP_SPEC_ERR_NAMES_FULL);
+		count_error(SP_ERR_NAMES_FULL, 1);
+		return other;
+	}
+	return name;
 }
 
 /* The record event of a spec probe's BEGIN or END. */
@@ -556,46 +699,154 @@ static __always_inline __u32 spec_event(__u32 kind, bool begin)
 	return begin ? SP_EV_QUERY_BEGIN : SP_EV_QUERY_END;
 }
 
+static __always_inline struct sp_thread_stack *
+spec_stack(__u32 tid, __u32 track, bool create)
+{
+	struct sp_spec_tkey key = { .tid = tid, .track = track };
+	struct sp_thread_stack *st;
+	__u32 zero = 0;
+	long err;
+
+	st = bpf_map_lookup_elem(&spec_stacks, &key);
+	if (st || !create)
+		return st;
+	st = bpf_map_lookup_elem(&zero_stack, &zero);
+	if (!st)
+		return NULL;
+	err = bpf_map_update_elem(&spec_stacks, &key, st, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count_error(SP_ERR_THREADS_FULL, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&spec_stacks, &key);
+}
+
 SEC("usdt")
 int sp_spec_begin(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_usdt_cookie(ctx), name;
-	__u32 kind = spec_kind(cookie);
+	__u32 line = SP_SPEC_COOKIE_LINE(bpf_usdt_cookie(ctx)) &
+		     (SP_SPEC_MAX_LINES - 1);
+	const volatile struct sp_spec_line *l = &spec_lines[line];
+	__u64 id, now, name;
+	struct sp_thread_stack *st;
+	__u32 kind = l->kind, d;
 
-	if (!counting())
+	if (!counting() || !spec_cond(ctx, l->if_arg, l->if_op, l->if_val))
 		return 0;
-	name = spec_name(ctx, cookie);
-	return name ? begin(name, kind, spec_event(kind, true), 0) : 0;
+	name = spec_name(ctx, line, l);
+	id = bpf_get_current_pid_tgid();
+	now = bpf_ktime_get_ns();
+	emit(spec_event(kind, true), id, now, name, 0, 0);
+	st = spec_stack((__u32)id, l->track, true);
+	if (!st)
+		return 0;
+	if (sp_stack_push(st, name, kind, now)) {
+		spec_error(line, SP_SPEC_ERR_STACK_OVERFLOW);
+		count_error(SP_ERR_STACK_OVERFLOW, 1);
+		return 0;
+	}
+	d = st->depth;
+	if (d > 0 && d <= SP_MAX_DEPTH)
+		st->frames[(d - 1) & (SP_MAX_DEPTH - 1)].tag = line + 1;
+	return 0;
 }
 
+/* Any END of a line closes the line's innermost open interval; it reads
+ * no name (the BEGIN formed it). With outcomes, each END also counts in
+ * its own row. An END without BEGIN on a line with if= is expected (the
+ * BEGIN did not apply), so not an error there. */
 SEC("usdt")
 int sp_spec_end(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_usdt_cookie(ctx), name;
-	__u32 kind = spec_kind(cookie);
+	__u64 cookie = bpf_usdt_cookie(ctx);
+	__u32 line = SP_SPEC_COOKIE_LINE(cookie) & (SP_SPEC_MAX_LINES - 1);
+	__u32 end = SP_SPEC_COOKIE_END(cookie);
+	const volatile struct sp_spec_line *l = &spec_lines[line];
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	struct sp_thread_stack *st;
+	struct sp_query_stats *row;
+	struct sp_closed c = {};
+	int r = SP_POP_UNMATCHED;
 
 	if (!counting())
 		return 0;
-	name = spec_name(ctx, cookie);
-	return name ? end(name, kind, spec_event(kind, false), 0) : 0;
+	st = spec_stack((__u32)id, l->track, false);
+	if (st)
+		r = sp_stack_pop_tag(st, line + 1, now, &c);
+	if (r == SP_POP_OVERFLOWED)
+		return 0;
+	if (r == SP_POP_UNMATCHED) {
+		if (l->if_op == SP_OP_NONE) {
+			spec_error(line, SP_SPEC_ERR_END_WITHOUT_BEGIN);
+			count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
+		}
+		return 0;
+	}
+	if (c.discarded) {
+		spec_error(line, SP_SPEC_ERR_END_MISMATCH);
+		count_error(SP_ERR_END_MISMATCH, c.discarded);
+	}
+	emit(spec_event(c.kind, false), id, now, c.name, 0, 0);
+	row = add_closed(id >> 32, &c);
+	if (row && l->hit_op &&
+	    spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val))
+		row->cache_hits++;
+	if ((l->flags & SP_SPEC_F_OUTCOMES) && end &&
+	    end < SP_SPEC_OUTCOME_OTHER) {
+		row = query_row(id >> 32, SP_SPEC_NAME(line, end, 0));
+		if (row)
+			row->cache_hits++;
+	}
+	return 0;
 }
 
+/* A one-probe line: counts per row; with hit=, count is the number of
+ * events (reads) and cache_hits those where the condition held. */
 SEC("usdt")
 int sp_spec_cache(struct pt_regs *ctx)
 {
+	__u32 line = SP_SPEC_COOKIE_LINE(bpf_usdt_cookie(ctx)) &
+		     (SP_SPEC_MAX_LINES - 1);
+	const volatile struct sp_spec_line *l = &spec_lines[line];
 	__u64 id = bpf_get_current_pid_tgid(), name;
 	struct sp_query_stats *row;
+	bool hit;
 
-	if (!counting())
+	if (!counting() || !spec_cond(ctx, l->if_arg, l->if_op, l->if_val))
 		return 0;
-	name = spec_name(ctx, bpf_usdt_cookie(ctx));
-	if (!name)
-		return 0;
-	emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
+	name = spec_name(ctx, line, l);
+	hit = spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val);
+	if (hit)
+		emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
 	row = query_row(id >> 32, name);
-	if (row)
+	if (!row)
+		return 0;
+	if (l->hit_op != SP_OP_NONE)
+		row->count++;
+	if (hit)
 		row->cache_hits++;
 	return 0;
+}
+
+/* An exiting thread's spec stacks: open frames counted, stacks freed. */
+static __always_inline void spec_thread_exit(__u32 tid)
+{
+	struct sp_spec_tkey key = { .tid = tid };
+	struct sp_thread_stack *st;
+	__u32 t;
+
+	for (t = 0; t < SP_SPEC_MAX_LINES; t++) {
+		if (t >= spec_ntracks)
+			break;
+		key.track = t;
+		st = bpf_map_lookup_elem(&spec_stacks, &key);
+		if (!st)
+			continue;
+		if (st->depth || st->overflow)
+			count_error(SP_ERR_THREAD_EXIT_OPEN,
+				    (__u64)st->depth + st->overflow);
+		bpf_map_delete_elem(&spec_stacks, &key);
+	}
 }
 
 /* Marks and typed allocations are recorded here; their aggregation
@@ -639,6 +890,8 @@ int sp_thread_exit(void *ctx)
 	struct sp_thread_stack *st;
 
 	(void)ctx;
+	if (spec_ntracks)
+		spec_thread_exit(tid);
 	st = bpf_map_lookup_elem(&threads, &tid);
 	if (!st)
 		return 0;

@@ -52,6 +52,7 @@ static __always_inline int sp_stack_push(struct sp_thread_stack *st,
 	f->child_ns = 0;
 	f->sp = 0;
 	f->kind = kind;
+	f->tag = 0;
 	st->depth = d + 1;
 	return 0;
 }
@@ -86,6 +87,26 @@ static __always_inline __u32 sp_stack_unwind(struct sp_thread_stack *st,
 	return n;
 }
 
+/* Closes frame idx of a stack of depth d (see sp_stack_pop). */
+static __always_inline void sp_stack_close(struct sp_thread_stack *st,
+					   __u32 d, __u32 idx, __u64 now,
+					   struct sp_closed *out)
+{
+	struct sp_frame *f = &st->frames[idx & (SP_MAX_DEPTH - 1)];
+	__u64 total, self;
+
+	total = now > f->start_ns ? now - f->start_ns : 0;
+	self = total > f->child_ns ? total - f->child_ns : 0;
+	out->name = f->name;
+	out->kind = f->kind;
+	out->total_ns = total;
+	out->self_ns = self;
+	out->discarded = d - 1 - idx;
+	st->depth = idx;
+	if (idx > 0)
+		st->frames[(idx - 1) & (SP_MAX_DEPTH - 1)].child_ns += total;
+}
+
 /*
  * Close the innermost open frame with this name and kind. Frames opened
  * above it and never closed are discarded (counted in out->discarded); their
@@ -97,7 +118,6 @@ static __always_inline int sp_stack_pop(struct sp_thread_stack *st,
 {
 	__u32 d = st->depth, i, idx = 0, found = 0;
 	struct sp_frame *f;
-	__u64 total, self;
 
 	if (st->overflow) {
 		st->overflow--;
@@ -117,18 +137,40 @@ static __always_inline int sp_stack_pop(struct sp_thread_stack *st,
 	}
 	if (!found)
 		return SP_POP_UNMATCHED;
+	sp_stack_close(st, d, idx, now, out);
+	return SP_POP_OK;
+}
 
-	f = &st->frames[idx & (SP_MAX_DEPTH - 1)];
-	total = now > f->start_ns ? now - f->start_ns : 0;
-	self = total > f->child_ns ? total - f->child_ns : 0;
-	out->name = name;
-	out->kind = kind;
-	out->total_ns = total;
-	out->self_ns = self;
-	out->discarded = d - 1 - idx;
-	st->depth = idx;
-	if (idx > 0)
-		st->frames[(idx - 1) & (SP_MAX_DEPTH - 1)].child_ns += total;
+/*
+ * --query: the END of a spec line closes the innermost open frame of that
+ * line (tag = line + 1), whatever its name: the name was formed at BEGIN,
+ * so an END need not read its arguments, and any of a line's alternative
+ * ENDs closes it. Otherwise as sp_stack_pop().
+ */
+static __always_inline int sp_stack_pop_tag(struct sp_thread_stack *st,
+					    __u32 tag, __u64 now,
+					    struct sp_closed *out)
+{
+	__u32 d = st->depth, i, idx = 0, found = 0;
+
+	if (st->overflow) {
+		st->overflow--;
+		return SP_POP_OVERFLOWED;
+	}
+	if (d > SP_MAX_DEPTH)
+		d = SP_MAX_DEPTH;
+	for (i = 0; i < SP_MAX_DEPTH; i++) {
+		if (i >= d)
+			break;
+		idx = (d - 1 - i) & (SP_MAX_DEPTH - 1);
+		if (st->frames[idx].tag == tag) {
+			found = 1;
+			break;
+		}
+	}
+	if (!found)
+		return SP_POP_UNMATCHED;
+	sp_stack_close(st, d, idx, now, out);
 	return SP_POP_OK;
 }
 

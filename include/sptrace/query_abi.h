@@ -101,7 +101,7 @@ struct sp_frame {
 	__u64 child_ns;	/* time spent in closed children */
 	__u64 sp;	/* --func frames: stack pointer at entry; else 0 */
 	__u32 kind;	/* enum sp_frame_kind */
-	__u32 pad;
+	__u32 tag;	/* --query frames: spec line + 1; else 0 */
 };
 
 /* Value of the `threads` map (key: __u32 tid). */
@@ -136,14 +136,36 @@ enum sp_reg {
 #define SP_FUNC_TAG (1ull << 63)
 
 /*
- * --query specs on third-party USDT probes. A name read from a string
- * argument is named SP_SPEC_TAG | (FNV-1a 64 of its bytes >> 2); the bytes
- * go once into the `spec_names` map (key: that tagged name) so userspace
- * names the row even after the target exited. A fixed name (name=LITERAL)
- * is interned by the loader and shares SP_FUNC_TAG's table.
+ * --query specs on third-party USDT probes. Each spec line is described to
+ * BPF by a struct sp_spec_line (a read-only array set before load) and each
+ * probe site's USDT cookie says which line and which of its ends it is.
+ *
+ * A spec row is named SP_SPEC_NAME(line, outcome, value): the line keeps
+ * rows of different lines apart; outcome is 0 for the line's own row, i for
+ * the counter of its i-th alternative END (1-based), SP_SPEC_OUTCOME_OTHER
+ * for the line's "<other>" row (values beyond its row cap); value is 0 for
+ * a fixed name, the low 50 bits of an integer argument, or the FNV-1a 64 of
+ * a string argument (normalized, see spec_norm.h) >> 14. A string's bytes go
+ * once into `spec_names` (key: its row name with outcome 0) so userspace
+ * names the row even after the target exited.
  */
 #define SP_SPEC_TAG (1ull << 62)
-#define SP_SPEC_NAME_LEN 64
+#define SP_SPEC_LINE_SHIFT 54
+#define SP_SPEC_OUTCOME_SHIFT 50
+#define SP_SPEC_VALUE_MASK ((1ull << SP_SPEC_OUTCOME_SHIFT) - 1)
+#define SP_SPEC_OUTCOME_OTHER 15u
+#define SP_SPEC_NAME(line, outcome, value)                                     \
+	(SP_SPEC_TAG | ((__u64)(line) << SP_SPEC_LINE_SHIFT) |                 \
+	 ((__u64)(outcome) << SP_SPEC_OUTCOME_SHIFT) |                         \
+	 ((__u64)(value) & SP_SPEC_VALUE_MASK))
+#define SP_SPEC_NAME_LINE(name) ((unsigned int)(((name) >> SP_SPEC_LINE_SHIFT) & 0xff))
+#define SP_SPEC_NAME_OUTCOME(name) ((unsigned int)(((name) >> SP_SPEC_OUTCOME_SHIFT) & 0xf))
+/* Spec lines per session, and alternative ENDs per line. */
+#define SP_SPEC_MAX_LINES 64
+#define SP_SPEC_MAX_ENDS 14
+/* Longest name string read from an argument, including the NUL; longer
+ * strings are cut (and normalized as cut). */
+#define SP_SPEC_NAME_LEN 256
 #define SP_FNV_OFFSET 0xcbf29ce484222325ull
 #define SP_FNV_PRIME 0x100000001b3ull
 
@@ -152,16 +174,63 @@ struct sp_spec_name {
 	char str[SP_SPEC_NAME_LEN];
 };
 
-/* The USDT cookie of a spec probe: bits 0-7 the name argument, 8-15 the
- * interval kind (enum sp_frame_kind), bit 16 set for a fixed name whose
- * table index is in bits 32-63. */
-#define SP_SPEC_LITERAL (1ull << 16)
-#define SP_SPEC_COOKIE(arg, kind, lit, idx)                                    \
-	((__u64)(arg) | ((__u64)(kind) << 8) |                                 \
-	 ((lit) ? SP_SPEC_LITERAL | ((__u64)(idx) << 32) : 0))
-#define SP_SPEC_ARG(cookie) ((unsigned int)((cookie) & 0xff))
-#define SP_SPEC_KIND(cookie) ((unsigned int)(((cookie) >> 8) & 0xff))
-#define SP_SPEC_INDEX(cookie) ((cookie) >> 32)
+/* How a spec line names its rows. */
+enum sp_spec_name_type {
+	SP_SPEC_NAME_FIXED = 0,	/* name=LITERAL: one row */
+	SP_SPEC_NAME_STR = 1,	/* name=argN: a string argument */
+	SP_SPEC_NAME_INT = 2,	/* name=PREFIX:argN: an integer argument */
+};
+
+/* Comparison of an `if=` or `hit=` condition; NONE: no condition. */
+enum sp_spec_op {
+	SP_OP_NONE = 0, SP_OP_EQ, SP_OP_NE, SP_OP_LT, SP_OP_LE, SP_OP_GT,
+	SP_OP_GE,
+};
+
+#define SP_SPEC_F_CACHE (1u << 0)	/* one probe: counts, no interval */
+#define SP_SPEC_F_OUTCOMES (1u << 1)	/* count each END separately */
+
+/* One spec line, as BPF sees it (the `spec_lines` array). */
+struct sp_spec_line {
+	__u8 name_type;		/* enum sp_spec_name_type */
+	__u8 name_arg;
+	__u8 normalize;		/* enum sp_norm_mode (spec_norm.h) */
+	__u8 kind;		/* enum sp_frame_kind */
+	__u8 if_arg;		/* if=: the line applies only when true */
+	__u8 if_op;		/* enum sp_spec_op */
+	__u8 hit_arg;		/* hit=: true counts a cache hit */
+	__u8 hit_op;
+	__u32 track;		/* the per-thread stack its intervals use */
+	__u32 max_rows;		/* distinct values before "<other>"; 0: no cap */
+	__u32 flags;		/* SP_SPEC_F_* */
+	__u32 pad;
+	__s64 if_val;
+	__s64 hit_val;
+};
+
+/* Key of the `spec_stacks` map: one stack per thread and track. */
+struct sp_spec_tkey {
+	__u32 tid;
+	__u32 track;
+};
+
+/* The USDT cookie of a spec probe site: its line, and for an END which of
+ * the line's ends it is (1-based). */
+#define SP_SPEC_COOKIE(line, end) ((__u64)(line) | ((__u64)(end) << 8))
+#define SP_SPEC_COOKIE_LINE(c) ((unsigned int)((c) & 0xff))
+#define SP_SPEC_COOKIE_END(c) ((unsigned int)(((c) >> 8) & 0xff))
+
+/* Per spec line, what went wrong (the per-CPU `spec_errors` array, slot
+ * line * SP_SPEC_ERR__MAX + error), so each warning names its line. */
+enum sp_spec_error {
+	SP_SPEC_ERR_END_WITHOUT_BEGIN = 0,
+	SP_SPEC_ERR_END_MISMATCH,
+	SP_SPEC_ERR_STACK_OVERFLOW,
+	SP_SPEC_ERR_NAME_READ,
+	SP_SPEC_ERR_NAMES_FULL,
+	SP_SPEC_ERR_OTHER,		/* events counted in "<other>" */
+	SP_SPEC_ERR__MAX,
+};
 
 #define SP_COOKIE_ARG(cookie, i) ((unsigned int)(((cookie) >> ((i) * 8)) & 0xff))
 

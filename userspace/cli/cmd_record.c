@@ -24,6 +24,7 @@
 #include "log.h"
 #include "parse.h"
 #include "output.h"
+#include <sptrace/query_abi.h>
 #include "query.skel.h"
 #include "query_maps.h"
 #include "query_provider.h"

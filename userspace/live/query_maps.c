@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include "addr_space.h"
 #include "log.h"
+#include <sptrace/query_abi.h>
 #include "query.skel.h"
 #include "query_maps.h"
 
@@ -37,9 +38,8 @@ struct name_entry {
 struct name_table {
 	struct name_entry *v;
 	size_t n, cap;
-	const char *const *fnames;	/* --func rows, by index */
-	size_t nfnames;
-	int spec_fd;			/* --query: `spec_names` */
+	query_tag_name_fn tag_name;	/* --func, --query rows */
+	void *tag_ctx;
 	uint64_t unresolved;	/* names neither BPF nor we could read */
 };
 
@@ -227,18 +227,10 @@ static const char *name_of(struct name_table *t,
 	struct sp_query_key key = { .name = name, .tgid = tgid };
 	struct name_entry *e;
 
-	if (name & SP_FUNC_TAG) {
-		__u64 i = name & ~SP_FUNC_TAG;
-
-		return i < t->nfnames ? t->fnames[i] : "<unknown function>";
-	}
-	if (name & SP_SPEC_TAG) {
-		struct sp_spec_name v;
-
-		if (bpf_map_lookup_elem(t->spec_fd, &name, &v))
-			return "<unknown --query name>";	/* map was full */
-		v.str[sizeof(v.str) - 1] = 0;
-		snprintf(fallback, len, "%s", v.str);
+	if (name & (SP_FUNC_TAG | SP_SPEC_TAG)) {
+		if (t->tag_name(t->tag_ctx, name, fallback, len))
+			return name & SP_FUNC_TAG ? "<unknown function>"
+						  : "<unknown --query name>";
 		return fallback;
 	}
 	e = t->n ? bsearch(&key, t->v, t->n, sizeof(t->v[0]), key_cmp) : NULL;
@@ -262,7 +254,7 @@ static int add_query(void *ctx, const void *k, const void *v)
 {
 	struct rows_ctx *c = ctx;
 	const struct sp_query_stats *vals = v;
-	char fallback[SP_NAME_LEN];
+	char fallback[2 * SP_SPEC_NAME_LEN];
 	struct sp_query_stats sum;
 	struct sp_query_key key;
 	int i;
@@ -294,7 +286,7 @@ static int add_query(void *ctx, const void *k, const void *v)
 static int add_hist(void *ctx, const void *k, const void *v)
 {
 	struct rows_ctx *c = ctx;
-	char fallback[SP_NAME_LEN];
+	char fallback[2 * SP_SPEC_NAME_LEN];
 	struct sp_hist_key key;
 	__u64 sum = 0, x;
 	int i;
@@ -353,15 +345,12 @@ static int read_errors(int fd, struct summary *s, int ncpus)
 }
 
 int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
-		     const char *const *fnames, size_t nfnames,
+		     query_tag_name_fn tag_name, void *tag_ctx,
 		     struct summary *s)
 {
-	struct name_table t = {
-		.fnames = fnames, .nfnames = nfnames,
-		.spec_fd = bpf_map__fd(skel->maps.spec_names),
-	};
+	struct name_table t = { .tag_name = tag_name, .tag_ctx = tag_ctx };
 	int ncpus = libbpf_num_possible_cpus(), err, i;
-	__u32 zero = 0;
+	__u32 slot;
 	__u64 *vals;
 
 	if (ncpus <= 0)
@@ -381,10 +370,13 @@ int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 	vals = calloc((size_t)ncpus, sizeof(*vals));
 	if (!vals && !err)
 		err = -ENOMEM;
-	if (vals && !bpf_map_lookup_elem(bpf_map__fd(skel->maps.spec_unreadable),
-					 &zero, vals))
-		for (i = 0; i < ncpus; i++)
-			s->errors[SP_ERR_NAME_READ] += vals[i];
+	for (slot = SP_SPEC_ERR_NAME_READ; vals &&
+	     slot < SP_SPEC_MAX_LINES * SP_SPEC_ERR__MAX;
+	     slot += SP_SPEC_ERR__MAX)
+		if (!bpf_map_lookup_elem(bpf_map__fd(skel->maps.spec_errors),
+					 &slot, vals))
+			for (i = 0; i < ncpus; i++)
+				s->errors[SP_ERR_NAME_READ] += vals[i];
 	free(vals);
 	/* Events the ring buffer could not take are the recording's loss. */
 	s->lost += s->errors[SP_ERR_EVENTS_LOST];
@@ -506,11 +498,18 @@ int query_maps__resize(struct query_bpf *skel, unsigned int max_queries,
 		if (!err)
 			err = bpf_map__set_max_entries(skel->maps.hist,
 						       max_queries * 16);
+		/* --query row values: one per row, so the same bound. */
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.spec_names,
+						       max_queries);
 	}
 	if (!err && max_threads) {
 		err = bpf_map__set_max_entries(skel->maps.threads, max_threads);
 		if (!err)
 			err = bpf_map__set_max_entries(skel->maps.thread_names,
+						       max_threads);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.spec_stacks,
 						       max_threads);
 	}
 	return err;

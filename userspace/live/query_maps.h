@@ -9,16 +9,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/types.h>
 #include "summary.h"
 
 struct query_bpf;
 struct addr_spaces;
 
+/* Names a tagged row (--func, --query) into buf: 0, or -errno when it
+ * cannot (the row is then named "<unknown ...>"). */
+typedef int (*query_tag_name_fn)(void *ctx, __u64 name, char *buf,
+				 size_t len);
+
 /* Fills s from the maps of a loaded query program; names the BPF side could
- * not read are read through `as`; --func rows are named from `fnames`.
+ * not read are read through `as`; tagged rows are named by `tag_name`.
  * 0 or -errno. */
 int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
-		     const char *const *fnames, size_t nfnames,
+		     query_tag_name_fn tag_name, void *tag_ctx,
 		     struct summary *s);
 /* Deletes every row, histogram bucket and name of the processes `tgids`
  * (sorted in place) from the kernel maps, so that the maps hold only live

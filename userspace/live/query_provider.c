@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sptrace/query_abi.h>
 #include <sptrace/record_abi.h>
 #include "elf_notes.h"
 #include "log.h"
@@ -21,6 +22,7 @@
 #include "query.skel.h"
 #include "query_maps.h"
 #include "query_provider.h"
+#include "spec_norm_text.h"
 #include "summary.h"
 #include "usdt_args.h"
 
@@ -30,6 +32,51 @@ struct qp_spec_file {
 	dev_t dev;
 	ino_t ino;
 };
+
+/*
+ * The spec lines as BPF sees them. Each line gets a track (a per-thread
+ * stack) of its own; lines with the same stack=NAME share one, so their
+ * intervals nest.
+ */
+static void specs_rodata(struct query_provider *qp)
+{
+	const struct session_opts *o = qp->o;
+	__u32 ntracks = 0;
+	int k, j;
+
+	for (k = 0; k < o->nqspecs; k++) {
+		const struct query_spec *q = &o->qspecs[k];
+		struct sp_spec_line l = {
+			.name_type = (__u8)q->name_type,
+			.name_arg = (__u8)(q->arg < 0 ? 0 : q->arg),
+			.normalize = (__u8)q->normalize,
+			.kind = (__u8)q->kind,
+			.if_arg = (__u8)q->cond.arg,
+			.if_op = (__u8)q->cond.op,
+			.hit_arg = (__u8)q->hit.arg,
+			.hit_op = (__u8)q->hit.op,
+			.max_rows = q->name_type == SP_SPEC_NAME_FIXED ? 0 :
+				    q->max_rows ? q->max_rows :
+				    QUERY_SPEC_DEFAULT_MAX_ROWS,
+			.flags = (q->cache ? SP_SPEC_F_CACHE : 0) |
+				 (q->outcomes ? SP_SPEC_F_OUTCOMES : 0),
+			.if_val = q->cond.val,
+			.hit_val = q->hit.val,
+		};
+
+		l.track = ntracks;
+		for (j = 0; q->stack && j < k; j++)
+			if (o->qspecs[j].stack &&
+			    !strcmp(o->qspecs[j].stack, q->stack)) {
+				l.track = qp->skel->rodata->spec_lines[j].track;
+				break;
+			}
+		if (l.track == ntracks)
+			ntracks++;
+		memcpy((void *)&qp->skel->rodata->spec_lines[k], &l, sizeof(l));
+	}
+	qp->skel->rodata->spec_ntracks = ntracks;
+}
 
 static int open_and_load(struct query_provider *qp, bool multi)
 {
@@ -50,6 +97,7 @@ static int open_and_load(struct query_provider *qp, bool multi)
 			attach__prepare_multi(prog);
 	qp->skel->rodata->record = o->record;
 	qp->skel->rodata->follow = qp->follow;
+	specs_rodata(qp);
 	err = qp->follow ? bpf_map__reuse_fd(qp->skel->maps.followed,
 					     qp->followed_fd) :
 			   bpf_map__set_max_entries(qp->skel->maps.followed, 1);
@@ -117,46 +165,20 @@ static size_t bind_probes(struct query_provider *qp)
 	return i;
 }
 
-/* Index of `name` in the table of fixed row names, added if new. */
-static int intern_name(struct query_provider *qp, const char *name,
-		       size_t *idx)
-{
-	char **v;
-
-	for (*idx = 0; *idx < qp->nfnames; (*idx)++)
-		if (!strcmp(qp->fnames[*idx], name))
-			return 0;
-	v = realloc(qp->fnames, (qp->nfnames + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	qp->fnames = v;
-	v[qp->nfnames] = strdup(name);
-	if (!v[qp->nfnames])
-		return -ENOMEM;
-	*idx = qp->nfnames++;
-	return 0;
-}
-
 static int specs_init(struct query_provider *qp)
 {
-	int k, err;
+	const struct session_opts *o = qp->o;
 
-	if (!qp->o->nqspecs)
+	if (!o->nqspecs)
 		return 0;
-	qp->spec_found = calloc(2 * (size_t)qp->o->nqspecs,
-				sizeof(*qp->spec_found));
-	qp->spec_lit = calloc((size_t)qp->o->nqspecs, sizeof(*qp->spec_lit));
-	if (!qp->spec_found || !qp->spec_lit)
-		return -ENOMEM;
-	for (k = 0; k < qp->o->nqspecs; k++) {
-		if (!qp->o->qspecs[k].literal)
-			continue;
-		err = intern_name(qp, qp->o->qspecs[k].literal,
-				  &qp->spec_lit[k]);
-		if (err)
-			return err;
+	if (o->nqspecs > SP_SPEC_MAX_LINES) {
+		sp_err("--query: %d spec lines: at most %d (one BPF table each)",
+		       o->nqspecs, SP_SPEC_MAX_LINES);
+		return -E2BIG;
 	}
-	return 0;
+	qp->spec_found = calloc((size_t)o->nqspecs * QUERY_SPEC_MAX_PROBES,
+				sizeof(*qp->spec_found));
+	return qp->spec_found ? 0 : -ENOMEM;
 }
 
 static int qp_load(void *ctx, const struct session_opts *o)
@@ -167,7 +189,8 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	qp->o = o;
 	err = specs_init(qp);
 	if (err) {
-		sp_err("cannot set up --query: %s", strerror(-err));
+		if (err == -ENOMEM)
+			sp_err("cannot set up --query: %s", strerror(-err));
 		return err;
 	}
 	/* uprobe_multi links first (Linux 6.6+), else one uprobe per site. */
@@ -352,15 +375,31 @@ static bool spec_file_seen(struct query_provider *qp, pid_t pid,
 	return false;
 }
 
-/* Sites of probe `p` of spec `q` in the file; each must have the name
- * argument. Their number or -EINVAL (reported). */
+/* Sites of probe `p` of spec `q` in the file; each must have the
+ * arguments the line reads there. Their number or -EINVAL (reported). */
 static int spec_sites(const struct query_spec *q, int p,
 		      const struct usdt_file *f, const char *path)
 {
 	struct usdt_arg args[USDT_ARGS_MAX];
-	int n = 0, nargs;
+	const char *what = NULL;
+	int n = 0, nargs, need = -1;
+	char wbuf[640];
 	size_t i;
 
+	/* What this probe reads: BEGIN (or the cache probe) the name and
+	 * if=; an END hit=, as does a cache probe. */
+	if (p == 0 && q->arg >= 0) {
+		need = q->arg;
+		what = "name=";
+	}
+	if (p == 0 && q->cond.op && q->cond.arg > need) {
+		need = q->cond.arg;
+		what = "if=";
+	}
+	if ((p > 0 || q->cache) && q->hit.op && q->hit.arg > need) {
+		need = q->hit.arg;
+		what = "hit=";
+	}
 	for (i = 0; i < f->nsites; i++) {
 		const struct usdt_site *s = &f->sites[i];
 
@@ -368,10 +407,11 @@ static int spec_sites(const struct query_spec *q, int p,
 		    strcmp(s->name, q->probe[p]))
 			continue;
 		nargs = usdt_args__parse(s->args, args, USDT_ARGS_MAX);
-		if (q->arg >= 0 && nargs >= 0 && q->arg >= nargs) {
-			sp_err("--query '%s': %s: probe %s:%s has %d argument%s: name=arg%d names none (arg0..arg%d)",
-			       q->text, path, q->provider[p], q->probe[p],
-			       nargs, nargs == 1 ? "" : "s", q->arg,
+		if (need >= 0 && nargs >= 0 && need >= nargs) {
+			sp_err("%s: %s: probe %s:%s has %d argument%s: %sarg%d names none (arg0..arg%d)",
+			       query_spec__where(q, wbuf, sizeof(wbuf)), path,
+			       q->provider[p], q->probe[p], nargs,
+			       nargs == 1 ? "" : "s", what, need,
 			       nargs ? nargs - 1 : 0);
 			return -EINVAL;
 		}
@@ -392,14 +432,40 @@ static int push_spec_link(struct query_provider *qp, struct bpf_link *link)
 	return 0;
 }
 
-/* Every --query probe in one file, for pid: ENDs before BEGINs, as in
- * bind_probes(). Returns the sites attached or -errno (reported). */
+/* Remembers the USDT providers of a file, for "matches nothing". */
+static int note_providers(struct query_provider *qp, const struct usdt_file *f)
+{
+	size_t i, j;
+
+	for (i = 0; i < f->nsites; i++) {
+		char **v;
+
+		for (j = 0; j < qp->nproviders; j++)
+			if (!strcmp(qp->providers[j], f->sites[i].provider))
+				break;
+		if (j < qp->nproviders)
+			continue;
+		v = realloc(qp->providers, (qp->nproviders + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		qp->providers = v;
+		v[qp->nproviders] = strdup(f->sites[i].provider);
+		if (!v[qp->nproviders])
+			return -ENOMEM;
+		qp->nproviders++;
+	}
+	return 0;
+}
+
+/* Every --query probe in one file, for pid: per line its ENDs before its
+ * BEGIN, as in bind_probes(). The sites attached or -errno (reported). */
 static int attach_specs_file(struct query_provider *qp, pid_t pid,
 			     const char *open_path, const char *path)
 {
 	struct query_bpf *skel = qp->skel;
 	struct usdt_file *f = NULL;
 	int k, p, n, err, total = 0;
+	char wbuf[640];
 	struct stat st;
 
 	if (qp->follow)
@@ -411,14 +477,13 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 	err = usdt_file__open(open_path, &f, NULL);
 	if (err)
 		return 0;	/* not an ELF file sptrace can attach to */
+	err = note_providers(qp, f);
 	for (k = 0; k < qp->o->nqspecs && !err; k++) {
 		const struct query_spec *q = &qp->o->qspecs[k];
 
 		for (p = q->nprobes - 1; p >= 0 && !err; p--) {
 			LIBBPF_OPTS(bpf_usdt_opts, uo,
-				.usdt_cookie = SP_SPEC_COOKIE(
-					q->arg < 0 ? 0 : q->arg, q->kind,
-					q->literal != NULL, qp->spec_lit[k]));
+				.usdt_cookie = SP_SPEC_COOKIE(k, p));
 			struct bpf_program *prog =
 				q->cache ? skel->progs.sp_spec_cache :
 				p ? skel->progs.sp_spec_end :
@@ -428,16 +493,17 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 			n = spec_sites(q, p, f, path);
 			if (n <= 0) {
 				err = n;
-				break;
+				continue;	/* maybe another probe is here */
 			}
 			link = bpf_program__attach_usdt(prog, pid, open_path,
 							q->provider[p],
 							q->probe[p], &uo);
 			if (!link) {
 				err = -errno;
-				sp_err("--query '%s': %s: cannot attach probe %s:%s: %s (see -v)",
-				       q->text, path, q->provider[p],
-				       q->probe[p], strerror(-err));
+				sp_err("%s: %s: cannot attach probe %s:%s: %s (see -v)",
+				       query_spec__where(q, wbuf, sizeof(wbuf)),
+				       path, q->provider[p], q->probe[p],
+				       strerror(-err));
 				break;
 			}
 			err = push_spec_link(qp, link);
@@ -445,10 +511,12 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 				bpf_link__destroy(link);
 				break;
 			}
-			qp->spec_found[2 * k + p] += (size_t)n;
+			qp->spec_found[k * QUERY_SPEC_MAX_PROBES + p] +=
+				(size_t)n;
 			total += n;
-			sp_info("pid %d: %s: %d sites of %s:%s attached (--query)",
-				(int)pid, path, n, q->provider[p], q->probe[p]);
+			sp_info("pid %d: %s: %d sites of %s:%s attached (%s)",
+				(int)pid, path, n, q->provider[p], q->probe[p],
+				query_spec__where(q, wbuf, sizeof(wbuf)));
 		}
 	}
 	usdt_file__free(f);
@@ -478,27 +546,86 @@ static int attach_specs_pid(struct query_provider *qp, pid_t pid)
 int query_provider__check(const struct query_provider *qp,
 			  const char *target)
 {
+	char wbuf[640], provs[512];
+	size_t i, at = 0;
 	int k, p;
 
+	provs[0] = 0;
+	for (i = 0; i < qp->nproviders && at < sizeof(provs) - 1; i++)
+		at += (size_t)snprintf(provs + at, sizeof(provs) - at, "%s%s",
+				       i ? ", " : "", qp->providers[i]);
 	for (k = 0; qp->o && k < qp->o->nqspecs; k++) {
 		const struct query_spec *q = &qp->o->qspecs[k];
 
 		for (p = 0; p < q->nprobes; p++) {
-			if (qp->spec_found[2 * k + p])
+			if (qp->spec_found[k * QUERY_SPEC_MAX_PROBES + p])
 				continue;
-			sp_err("--query '%s': no probe %s:%s in %s or its libraries (sptrace list shows a file's probes)",
-			       q->text, q->provider[p], q->probe[p], target);
+			if (qp->nproviders)
+				sp_err("%s: no probe %s:%s in %s or its libraries (their providers: %s; sptrace list FILE shows the probes)",
+				       query_spec__where(q, wbuf, sizeof(wbuf)),
+				       q->provider[p], q->probe[p], target,
+				       provs);
+			else
+				sp_err("%s: no probe %s:%s in %s or its libraries (they have no USDT probes at all)",
+				       query_spec__where(q, wbuf, sizeof(wbuf)),
+				       q->provider[p], q->probe[p], target);
 			return -ENOENT;
 		}
 	}
 	return 0;
 }
 
+/* A --query row's name (see SP_SPEC_NAME in query_abi.h). */
+static int spec_row_name(const struct query_provider *qp, __u64 name,
+			 char *buf, size_t len)
+{
+	unsigned int line = SP_SPEC_NAME_LINE(name);
+	unsigned int outcome = SP_SPEC_NAME_OUTCOME(name);
+	__u64 value = name & SP_SPEC_VALUE_MASK;
+	const struct query_spec *q;
+	struct sp_spec_name v;
+	long long iv;
+
+	if (!qp->o || line >= (unsigned int)qp->o->nqspecs)
+		return -ENOENT;
+	q = &qp->o->qspecs[line];
+	if (outcome == SP_SPEC_OUTCOME_OTHER) {
+		snprintf(buf, len, "%s <other>", query_spec__label(q));
+		return 0;
+	}
+	if (outcome) {
+		if (outcome >= (unsigned int)q->nprobes)
+			return -ENOENT;
+		snprintf(buf, len, "%s [%s]", query_spec__label(q),
+			 q->label[outcome] ? q->label[outcome] :
+					     q->probe[outcome]);
+		return 0;
+	}
+	switch (q->name_type) {
+	case SP_SPEC_NAME_FIXED:
+		snprintf(buf, len, "%s", q->literal);
+		return 0;
+	case SP_SPEC_NAME_INT:
+		/* 50 bits kept: sign-extend, so small negatives print. */
+		iv = (long long)value;
+		if (value & (1ull << (SP_SPEC_OUTCOME_SHIFT - 1)))
+			iv -= (long long)(1ull << SP_SPEC_OUTCOME_SHIFT);
+		snprintf(buf, len, "%s%lld",
+			 q->literal[0] == ':' ? "" : q->literal, iv);
+		return 0;
+	}
+	if (!qp->skel ||
+	    bpf_map_lookup_elem(bpf_map__fd(qp->skel->maps.spec_names), &name,
+				&v))
+		return -ENOENT;
+	v.str[sizeof(v.str) - 1] = 0;
+	spec_norm__text(q->normalize, v.str, buf, len);
+	return 0;
+}
+
 int query_provider__tag_name(const struct query_provider *qp, __u64 name,
 			     char *buf, size_t len)
 {
-	struct sp_spec_name v;
-
 	if (name & SP_FUNC_TAG) {
 		name &= ~SP_FUNC_TAG;
 		if (name >= qp->nfnames)
@@ -508,13 +635,45 @@ int query_provider__tag_name(const struct query_provider *qp, __u64 name,
 	}
 	if (!(name & SP_SPEC_TAG))
 		return -EINVAL;
-	if (!qp->skel ||
-	    bpf_map_lookup_elem(bpf_map__fd(qp->skel->maps.spec_names), &name,
-				&v))
-		return -ENOENT;
-	v.str[sizeof(v.str) - 1] = 0;
-	snprintf(buf, len, "%s", v.str);
-	return 0;
+	return spec_row_name(qp, name, buf, len);
+}
+
+/* What went wrong per spec line, one warning each, naming the line. */
+static void report_specs(const struct query_provider *qp)
+{
+	static const char *const what[SP_SPEC_ERR__MAX] = {
+		[SP_SPEC_ERR_END_WITHOUT_BEGIN] = "ENDs without a BEGIN (end_without_begin)",
+		[SP_SPEC_ERR_END_MISMATCH] = "ENDs that closed intervals opened inside theirs (end_mismatch; share a stack= only between lines that nest)",
+		[SP_SPEC_ERR_STACK_OVERFLOW] = "BEGINs deeper than the stack (stack_overflow)",
+		[SP_SPEC_ERR_NAME_READ] = "name arguments unreadable (name_read_failed)",
+		[SP_SPEC_ERR_NAMES_FULL] = "events whose new name found the names map full, counted in <other> (raise --max-queries)",
+		[SP_SPEC_ERR_OTHER] = "events of names beyond max-rows, counted in its <other> row",
+	};
+	int ncpus = libbpf_num_possible_cpus(), k, i;
+	char wbuf[640];
+	__u64 *vals, n;
+	__u32 slot, e;
+
+	if (!qp->skel || !qp->o || !qp->o->nqspecs || ncpus <= 0)
+		return;
+	vals = calloc((size_t)ncpus, sizeof(*vals));
+	if (!vals)
+		return;
+	for (k = 0; k < qp->o->nqspecs; k++)
+		for (e = 0; e < SP_SPEC_ERR__MAX; e++) {
+			slot = (__u32)k * SP_SPEC_ERR__MAX + e;
+			if (bpf_map_lookup_elem(bpf_map__fd(qp->skel->maps.spec_errors),
+						&slot, vals))
+				continue;
+			for (n = 0, i = 0; i < ncpus; i++)
+				n += vals[i];
+			if (n)
+				sp_warn("%s: %llu %s",
+					query_spec__where(&qp->o->qspecs[k],
+							  wbuf, sizeof(wbuf)),
+					(unsigned long long)n, what[e]);
+		}
+	free(vals);
 }
 
 static int qp_attach_specs(struct query_provider *qp, pid_t pid,
@@ -600,10 +759,13 @@ static void qp_destroy(void *ctx)
 	destroy_spec_links(qp);
 	free(qp->spec_files);
 	free(qp->spec_found);
-	free(qp->spec_lit);
 	qp->spec_files = NULL;
 	qp->spec_found = NULL;
-	qp->spec_lit = NULL;
+	for (size_t i = 0; i < qp->nproviders; i++)
+		free(qp->providers[i]);
+	free(qp->providers);
+	qp->providers = NULL;
+	qp->nproviders = 0;
 	qp->nspec_files = 0;
 	for (size_t i = 0; i < qp->nfnames; i++)
 		free(qp->fnames[i]);
@@ -627,15 +789,20 @@ void query_provider__init(struct query_provider *qp,
 	};
 }
 
+static int tag_name(void *ctx, __u64 name, char *buf, size_t len)
+{
+	return query_provider__tag_name(ctx, name, buf, len);
+}
+
 int query_provider__read(struct query_provider *qp, const struct session *ss,
 			 struct summary *s)
 {
 	int err;
 
 	s->duration_ns = session__duration(ss);
-	err = query_maps__read(qp->skel, &ss->spaces,
-			       (const char *const *)qp->fnames, qp->nfnames, s);
+	err = query_maps__read(qp->skel, &ss->spaces, tag_name, qp, s);
 	if (err)
 		sp_err("cannot read the BPF maps: %s", strerror(-err));
+	report_specs(qp);
 	return err;
 }

@@ -24,14 +24,14 @@ struct query_provider {
 	size_t nfnames;
 	struct bpf_link *exit_link;	/* thread-exit tracepoint */
 	/* --query specs: their USDT links, the files they were looked for
-	 * in, per spec and probe the sites found, per spec the table index
-	 * of its fixed name. */
+	 * in, per spec and probe the sites found. */
 	struct bpf_link **spec_links;
 	size_t nspec_links;
 	struct qp_spec_file *spec_files;
 	size_t nspec_files;
-	size_t *spec_found;		/* [2 * spec + probe] */
-	size_t *spec_lit;
+	size_t *spec_found;		/* [spec * QUERY_SPEC_MAX_PROBES + probe] */
+	char **providers;		/* USDT providers of the files seen */
+	size_t nproviders;
 	bool spec_by_path;		/* -b or a command: checked at the end */
 	bool follow;			/* --follow: count followed_fd's tgids */
 	int followed_fd;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Parsing of --query specs (see query_spec.h) and of spec files.
+ * Parsing of --query specs (see query_spec.h) and of spec files. Every
+ * malformed spec gets one line naming where it came from (FILE:LINE or
+ * --query), the spec, the part that is wrong and what was expected.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -8,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sptrace/query_abi.h>
+#include <sptrace/spec_norm.h>
 #include "log.h"
 #include "query_spec.h"
 
-#define SYNTAX "PROVIDER:BEGIN,PROVIDER:END,name=argN[,kind=blocked|incr] or PROVIDER:PROBE,name=argN,kind=cache"
+#define SYNTAX "PROVIDER:BEGIN,PROVIDER:END[|PROVIDER:END2...],name=... or PROVIDER:PROBE,name=...,kind=cache"
 
 static bool is_ident(const char *s, size_t len)
 {
@@ -25,35 +28,85 @@ static bool is_ident(const char *s, size_t len)
 	return true;
 }
 
-/* "PROVIDER:PROBE" into q's probe slot i. */
+/* "PROVIDER:PROBE[@LABEL]" into q's probe slot i. PostgreSQL documents its
+ * probes with dashes (query-start); their ELF names have "__". */
 static int parse_probe(struct query_spec *q, int i, const char *tok)
 {
-	const char *colon = strchr(tok, ':');
+	const char *colon = strchr(tok, ':'), *at = strchr(tok, '@'), *s;
+	size_t plen, len, j = 0;
+	char *probe;
 
-	if (!colon || !is_ident(tok, (size_t)(colon - tok)) ||
-	    !is_ident(colon + 1, strlen(colon + 1)))
+	if (!colon || (at && at < colon) ||
+	    !is_ident(tok, (size_t)(colon - tok)))
 		return -EINVAL;
+	plen = at ? (size_t)(at - colon - 1) : strlen(colon + 1);
+	if (at && !is_ident(at + 1, strlen(at + 1)))
+		return -EINVAL;
+	probe = malloc(2 * plen + 1);
+	if (!probe)
+		return -ENOMEM;
+	for (s = colon + 1, len = 0; len < plen; len++, s++) {
+		if (*s == '-') {
+			probe[j++] = '_';
+			probe[j++] = '_';
+		} else {
+			probe[j++] = *s;
+		}
+	}
+	probe[j] = 0;
+	if (!is_ident(probe, j)) {
+		free(probe);
+		return -EINVAL;
+	}
+	q->probe[i] = probe;
 	q->provider[i] = strndup(tok, (size_t)(colon - tok));
-	q->probe[i] = strdup(colon + 1);
-	return q->provider[i] && q->probe[i] ? 0 : -ENOMEM;
+	if (at)
+		q->label[i] = strdup(at + 1);
+	return q->provider[i] && (!at || q->label[i]) ? 0 : -ENOMEM;
 }
 
-/* name=argN or name=LITERAL (optionally quoted). */
-static int parse_name(struct query_spec *q, const char *v, const char *where)
+/* "argN" -> N; -1 if not that form, -2 if N is out of range. */
+static int parse_arg(const char *v, const char **rest)
 {
-	size_t len = strlen(v), i;
 	char *end;
 	long n;
 
-	if (!strncmp(v, "arg", 3) && isdigit((unsigned char)v[3])) {
-		errno = 0;
-		n = strtol(v + 3, &end, 10);
-		if (*end || errno || n < 0 || n >= QUERY_SPEC_MAX_ARGS) {
-			sp_err("%s '%s': name=%s: no such argument (USDT probes have arg0..arg%d)",
-			       where, q->text, v, QUERY_SPEC_MAX_ARGS - 1);
-			return -EINVAL;
+	if (strncmp(v, "arg", 3) || !isdigit((unsigned char)v[3]))
+		return -1;
+	errno = 0;
+	n = strtol(v + 3, &end, 10);
+	if (errno || n < 0 || n >= QUERY_SPEC_MAX_ARGS)
+		return -2;
+	if (rest)
+		*rest = end;
+	else if (*end)
+		return -1;
+	return (int)n;
+}
+
+/* name=argN, name=PREFIX:argN or name=LITERAL (optionally quoted). */
+static int parse_name(struct query_spec *q, const char *v, const char *where)
+{
+	const char *colon = strrchr(v, ':');
+	size_t len = strlen(v), i;
+	int n;
+
+	n = parse_arg(v, NULL);
+	if (n == -1 && colon)
+		n = parse_arg(colon + 1, NULL);
+	if (n == -2) {
+		sp_err("%s '%s': name=%s: no such argument (USDT probes have arg0..arg%d)",
+		       where, q->text, v, QUERY_SPEC_MAX_ARGS - 1);
+		return -EINVAL;
+	}
+	if (n >= 0) {
+		q->arg = n;
+		if (strncmp(v, "arg", 3) || !isdigit((unsigned char)v[3])) {
+			q->name_type = SP_SPEC_NAME_INT;
+			q->literal = strndup(v, (size_t)(colon - v) + 1);
+			return q->literal ? 0 : -ENOMEM;
 		}
-		q->arg = (int)n;
+		q->name_type = SP_SPEC_NAME_STR;
 		return 0;
 	}
 	if (len >= 2 && (v[0] == '"' || v[0] == '\'') && v[len - 1] == v[0]) {
@@ -64,13 +117,217 @@ static int parse_name(struct query_spec *q, const char *v, const char *where)
 		if (!isprint((unsigned char)v[i]) || v[i] == '"' || v[i] == '\'')
 			break;
 	if (!len || i < len || len >= SP_NAME_LEN) {
-		sp_err("%s '%s': name=%s: expected argN (a string argument) or a fixed name of printable characters",
+		sp_err("%s '%s': name=%s: expected argN (a string argument), PREFIX:argN (an integer argument) or a fixed name of printable characters",
 		       where, q->text, v);
 		return -EINVAL;
 	}
 	q->arg = -1;
+	q->name_type = SP_SPEC_NAME_FIXED;
 	q->literal = strndup(v, len);
 	return q->literal ? 0 : -ENOMEM;
+}
+
+/* if=argN OP VALUE, hit=argN OP VALUE; a bare argN means argN!=0. */
+static int parse_cond(struct query_spec *q, const char *opt, const char *v,
+		      struct query_spec_cond *c, const char *where)
+{
+	static const struct { const char *s; unsigned int op; } ops[] = {
+		{ "==", SP_OP_EQ }, { "!=", SP_OP_NE }, { "<=", SP_OP_LE },
+		{ ">=", SP_OP_GE }, { "<", SP_OP_LT }, { ">", SP_OP_GT },
+		{ "=", SP_OP_EQ },
+	};
+	const char *rest = NULL;
+	char *end;
+	size_t i;
+	int n;
+
+	n = parse_arg(v, &rest);
+	if (n < 0) {
+		sp_err("%s '%s': %s=%s: expected argN OP NUMBER (OP: == != < <= > >=, N: 0..%d), e.g. %s=arg7!=0",
+		       where, q->text, opt, v, QUERY_SPEC_MAX_ARGS - 1, opt);
+		return -EINVAL;
+	}
+	c->arg = n;
+	if (!*rest) {
+		c->op = SP_OP_NE;
+		c->val = 0;
+		return 0;
+	}
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strncmp(rest, ops[i].s, strlen(ops[i].s)))
+			break;
+	if (i == sizeof(ops) / sizeof(ops[0])) {
+		sp_err("%s '%s': %s=%s: unknown comparison '%s' (expected == != < <= > >=)",
+		       where, q->text, opt, v, rest);
+		return -EINVAL;
+	}
+	rest += strlen(ops[i].s);
+	errno = 0;
+	c->val = strtoll(rest, &end, 0);
+	if (!*rest || *end || errno) {
+		sp_err("%s '%s': %s=%s: '%s' is not an integer (decimal, 0x hex, may be negative)",
+		       where, q->text, opt, v, rest);
+		return -EINVAL;
+	}
+	c->op = ops[i].op;
+	return 0;
+}
+
+/* The ENDs: "PROV:END1[@L]|PROV:END2[@L]...". */
+static int parse_ends(struct query_spec *q, char *tok, const char *where)
+{
+	char *save = NULL, *e;
+	int err;
+
+	for (e = strtok_r(tok, "|", &save); e; e = strtok_r(NULL, "|", &save)) {
+		if (q->nprobes >= QUERY_SPEC_MAX_PROBES) {
+			sp_err("%s '%s': more than %d alternative ENDs",
+			       where, q->text, SP_SPEC_MAX_ENDS);
+			return -EINVAL;
+		}
+		err = parse_probe(q, q->nprobes, e);
+		if (err == -EINVAL)
+			sp_err("%s '%s': '%s' is not PROVIDER:PROBE[@LABEL] (expected %s)",
+			       where, q->text, e, SYNTAX);
+		if (err)
+			return err;
+		q->nprobes++;
+	}
+	if (q->nprobes == 1) {
+		sp_err("%s '%s': empty END list", where, q->text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_option(struct query_spec *q, char *tok, unsigned int *seen,
+			const char *where)
+{
+	static const char *const names[] = {
+		"name", "kind", "if", "hit", "normalize", "max-rows",
+		"stack", "outcomes",
+	};
+	char *eq = strchr(tok, '='), *v, *end;
+	unsigned int i;
+	long n;
+
+	if (eq)
+		*eq = 0;
+	v = eq ? eq + 1 : NULL;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(tok, names[i]))
+			break;
+	if (i == sizeof(names) / sizeof(names[0]) || (!v) != (i == 7)) {
+		if (eq)
+			*eq = '=';
+		sp_err("%s '%s': unexpected '%s' (options: name=, kind=, if=, hit=, normalize=, max-rows=, stack=, outcomes)",
+		       where, q->text, tok);
+		return -EINVAL;
+	}
+	if (*seen & (1u << i)) {
+		sp_err("%s '%s': %s given twice", where, q->text, names[i]);
+		return -EINVAL;
+	}
+	*seen |= 1u << i;
+	switch (i) {
+	case 0:
+		return parse_name(q, v, where);
+	case 1:
+		q->cache = !strcmp(v, "cache");
+		if (!strcmp(v, "query") || q->cache)
+			q->kind = SP_FRAME_QUERY;
+		else if (!strcmp(v, "blocked"))
+			q->kind = SP_FRAME_BLOCKED;
+		else if (!strcmp(v, "incr"))
+			q->kind = SP_FRAME_INCR_LOAD;
+		else {
+			sp_err("%s '%s': unknown kind '%s' (expected query, blocked, incr or cache)",
+			       where, q->text, v);
+			return -EINVAL;
+		}
+		return 0;
+	case 2:
+		return parse_cond(q, "if", v, &q->cond, where);
+	case 3:
+		return parse_cond(q, "hit", v, &q->hit, where);
+	case 4:
+		if (!strcmp(v, "sql"))
+			q->normalize = SP_NORM_SQL;
+		else if (!strcmp(v, "digits"))
+			q->normalize = SP_NORM_DIGITS;
+		else if (!strcmp(v, "none"))
+			q->normalize = SP_NORM_NONE;
+		else {
+			sp_err("%s '%s': unknown normalize '%s' (expected sql, digits or none)",
+			       where, q->text, v);
+			return -EINVAL;
+		}
+		return 0;
+	case 5:
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (!*v || *end || errno || n < 1 || n > 16777216) {
+			sp_err("%s '%s': max-rows=%s: expected a number of rows, 1 to 16777216",
+			       where, q->text, v);
+			return -EINVAL;
+		}
+		q->max_rows = (unsigned int)n;
+		return 0;
+	case 6:
+		if (!is_ident(v, strlen(v))) {
+			sp_err("%s '%s': stack=%s: expected a name of letters, digits and _",
+			       where, q->text, v);
+			return -EINVAL;
+		}
+		q->stack = strdup(v);
+		return q->stack ? 0 : -ENOMEM;
+	default:
+		q->outcomes = true;
+		return 0;
+	}
+}
+
+/* Checks across options, once the whole line is read. */
+static int check_spec(const struct query_spec *q, unsigned int seen,
+		      const char *where)
+{
+	const char *why = NULL;
+	int i;
+
+	if (!q->nprobes)
+		why = "no probe";
+	else if (!(seen & 1))
+		why = "no name= (argN, PREFIX:argN or a fixed name)";
+	if (why) {
+		sp_err("%s '%s': %s (expected %s)", where, q->text, why, SYNTAX);
+		return -EINVAL;
+	}
+	if (q->cache && q->nprobes != 1)
+		why = "kind=cache takes one probe, not a BEGIN,END pair";
+	else if (!q->cache && q->nprobes == 1)
+		why = "one probe is a counter: add kind=cache, or give BEGIN and END probes";
+	else if (q->cache && (q->outcomes || q->stack))
+		why = "outcomes and stack= need a BEGIN,END interval, not kind=cache";
+	else if (q->normalize && q->name_type != SP_SPEC_NAME_STR)
+		why = "normalize= needs name=argN (a string argument)";
+	else if (q->max_rows && q->name_type == SP_SPEC_NAME_FIXED)
+		why = "max-rows= needs a name from an argument (a fixed name is one row)";
+	else if (q->label[0])
+		why = "@LABEL names an END, not the BEGIN";
+	else if (q->outcomes && q->nprobes - 1 > SP_SPEC_MAX_ENDS)
+		why = "too many ENDs for outcomes";
+	if (why) {
+		sp_err("%s '%s': %s", where, q->text, why);
+		return -EINVAL;
+	}
+	for (i = 1; i < q->nprobes; i++)
+		if (!strcmp(q->provider[i], q->provider[0]) &&
+		    !strcmp(q->probe[i], q->probe[0])) {
+			sp_err("%s '%s': %s:%s is both BEGIN and END",
+			       where, q->text, q->provider[0], q->probe[0]);
+			return -EINVAL;
+		}
+	return 0;
 }
 
 int query_spec__parse(const char *text, const char *where,
@@ -78,70 +335,38 @@ int query_spec__parse(const char *text, const char *where,
 {
 	struct query_spec q = { .arg = -1 };
 	char *copy = strdup(text), *tok, *save = NULL;
-	bool have_name = false, have_kind = false;
-	int err = 0;
+	unsigned int seen = 0;
+	int err = 0, field = 0;
 
 	q.text = strdup(text);
-	if (!copy || !q.text) {
+	q.where = strdup(where);
+	if (!copy || !q.text || !q.where) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	for (tok = strtok_r(copy, ",", &save); tok && !err;
-	     tok = strtok_r(NULL, ",", &save)) {
+	     tok = strtok_r(NULL, ",", &save), field++) {
 		while (isspace((unsigned char)*tok))
 			tok++;
-		if (!strncmp(tok, "name=", 5)) {
-			if (have_name) {
-				sp_err("%s '%s': name= given twice", where, text);
-				err = -EINVAL;
-				break;
-			}
-			have_name = true;
-			err = parse_name(&q, tok + 5, where);
-		} else if (!strncmp(tok, "kind=", 5)) {
-			const char *k = tok + 5;
-
-			have_kind = true;
-			q.cache = !strcmp(k, "cache");
-			if (!strcmp(k, "query") || q.cache)
-				q.kind = SP_FRAME_QUERY;
-			else if (!strcmp(k, "blocked"))
-				q.kind = SP_FRAME_BLOCKED;
-			else if (!strcmp(k, "incr"))
-				q.kind = SP_FRAME_INCR_LOAD;
-			else {
-				sp_err("%s '%s': unknown kind '%s' (expected query, blocked, incr or cache)",
-				       where, text, k);
-				err = -EINVAL;
-			}
-		} else if (q.nprobes < 2 && !have_name && !have_kind &&
-			   !strchr(tok, '=')) {
-			err = parse_probe(&q, q.nprobes++, tok);
+		if (field == 0 && !strchr(tok, '=')) {
+			err = parse_probe(&q, 0, tok);
 			if (err == -EINVAL)
 				sp_err("%s '%s': '%s' is not PROVIDER:PROBE (expected %s)",
 				       where, text, tok, SYNTAX);
+			q.nprobes = err ? 0 : 1;
+		} else if (field == 1 && strchr(tok, ':') && !strchr(tok, '=')) {
+			err = parse_ends(&q, tok, where);
+		} else if (field > 0 && (strchr(tok, '=') ||
+					 !strcmp(tok, "outcomes"))) {
+			err = parse_option(&q, tok, &seen, where);
 		} else {
 			sp_err("%s '%s': unexpected '%s' (expected %s)", where,
 			       text, tok, SYNTAX);
 			err = -EINVAL;
 		}
 	}
-	if (err)
-		goto cleanup;
-	if (!q.nprobes || !have_name) {
-		sp_err("%s '%s': %s (expected %s)", where, text,
-		       !q.nprobes ? "no probe" : "no name= (argN or a fixed name)",
-		       SYNTAX);
-		err = -EINVAL;
-	} else if (q.cache && q.nprobes != 1) {
-		sp_err("%s '%s': kind=cache takes one probe, not a BEGIN,END pair",
-		       where, text);
-		err = -EINVAL;
-	} else if (!q.cache && q.nprobes != 2) {
-		sp_err("%s '%s': one probe is a cache-hit counter: add kind=cache, or give BEGIN and END probes",
-		       where, text);
-		err = -EINVAL;
-	}
+	if (!err)
+		err = check_spec(&q, seen, where);
 cleanup:
 	free(copy);
 	if (err)
@@ -198,13 +423,35 @@ int query_spec__read_file(const char *path, struct query_spec **v, int *n)
 	return err;
 }
 
+const char *query_spec__where(const struct query_spec *q, char *buf,
+			      size_t len)
+{
+	snprintf(buf, len, "%s '%s'", q->where ? q->where : "--query",
+		 q->text);
+	return buf;
+}
+
+const char *query_spec__label(const struct query_spec *q)
+{
+	if (q->name_type == SP_SPEC_NAME_FIXED && q->literal)
+		return q->literal;
+	if (q->name_type == SP_SPEC_NAME_INT && q->literal && q->literal[1])
+		return q->literal;	/* "PREFIX:" */
+	return q->probe[0];
+}
+
 void query_spec__free(struct query_spec *q)
 {
+	int i;
+
 	free(q->text);
-	free(q->provider[0]);
-	free(q->provider[1]);
-	free(q->probe[0]);
-	free(q->probe[1]);
+	free(q->where);
+	for (i = 0; i < QUERY_SPEC_MAX_PROBES; i++) {
+		free(q->provider[i]);
+		free(q->probe[i]);
+		free(q->label[i]);
+	}
 	free(q->literal);
+	free(q->stack);
 	memset(q, 0, sizeof(*q));
 }

@@ -1,27 +1,51 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --query specs: pair any provider's USDT probes into query rows.
- *   PROVIDER:BEGIN,PROVIDER:END,name=argN|LITERAL[,kind=query|blocked|incr]
- *   PROVIDER:PROBE,name=argN|LITERAL,kind=cache
+ * --query specs: pair any provider's USDT probes into query rows. The
+ * grammar (docs/providers.md):
+ *   PROV:BEGIN,PROV:END[@LABEL][|PROV:END2[@LABEL]...],OPTION...
+ *   PROV:PROBE,kind=cache,OPTION...
+ * OPTION: name=argN | name=PREFIX:argN | name=LITERAL, kind=, if=argN OP V,
+ * hit=argN OP V, normalize=sql|digits, max-rows=N, stack=NAME, outcomes.
  * Parsing only; the query provider attaches them.
  */
 #ifndef SPTRACE_QUERY_SPEC_H
 #define SPTRACE_QUERY_SPEC_H
 
 #include <stdbool.h>
+#include <sptrace/query_abi.h>
 
 /* USDT probes have at most 12 arguments (libbpf's limit too). */
 #define QUERY_SPEC_MAX_ARGS 12
+/* Probes of a line: its BEGIN (or cache probe) and its ENDs. */
+#define QUERY_SPEC_MAX_PROBES (1 + SP_SPEC_MAX_ENDS)
+/* Default row cap of a line whose names come from an argument. */
+#define QUERY_SPEC_DEFAULT_MAX_ROWS 1000
+
+struct query_spec_cond {
+	int arg;
+	unsigned int op;	/* enum sp_spec_op; SP_OP_NONE: none */
+	long long val;
+};
 
 struct query_spec {
 	char *text;		/* as given, for messages */
-	char *provider[2];	/* [0] BEGIN (or the cache probe), [1] END */
-	char *probe[2];
-	int nprobes;		/* 1: kind=cache, 2: an interval */
-	int arg;		/* the name argument, or -1 for `literal` */
-	char *literal;		/* name=LITERAL: a fixed name */
+	char *where;		/* "--query" or "FILE:LINE" */
+	/* [0] BEGIN (or the cache probe), [1..nprobes-1] its ENDs */
+	char *provider[QUERY_SPEC_MAX_PROBES];
+	char *probe[QUERY_SPEC_MAX_PROBES];
+	char *label[QUERY_SPEC_MAX_PROBES];	/* END@LABEL, or NULL */
+	int nprobes;
+	unsigned int name_type;	/* enum sp_spec_name_type */
+	int arg;		/* the name argument, or -1 */
+	char *literal;		/* name=LITERAL, or the PREFIX of name=PREFIX:argN */
 	unsigned int kind;	/* enum sp_frame_kind; unused with cache */
 	bool cache;
+	bool outcomes;
+	unsigned int normalize;	/* enum sp_norm_mode */
+	unsigned int max_rows;	/* 0: QUERY_SPEC_DEFAULT_MAX_ROWS */
+	char *stack;		/* stack=NAME, or NULL: a track of its own */
+	struct query_spec_cond cond;	/* if= */
+	struct query_spec_cond hit;	/* hit= */
 };
 
 /* Parses one spec; `where` ("--query", "FILE:LINE") prefixes the one error
@@ -31,6 +55,12 @@ int query_spec__parse(const char *text, const char *where,
 /* Appends the specs of FILE (one a line, '#' comments, blank lines) to
  * *v / *n. 0 or -errno (reported). */
 int query_spec__read_file(const char *path, struct query_spec **v, int *n);
+/* "FILE:LINE 'TEXT'" or "--query 'TEXT'": how messages name the line. */
+const char *query_spec__where(const struct query_spec *q, char *buf,
+			      size_t len);
+/* The label of a line's own rows in messages and outcome rows: its fixed
+ * name, its integer prefix, or its BEGIN probe. */
+const char *query_spec__label(const struct query_spec *q);
 void query_spec__free(struct query_spec *q);
 
 #endif /* SPTRACE_QUERY_SPEC_H */
