@@ -6,11 +6,12 @@ specs, each refused with one line."""
 import json
 import os
 
-from sptest import (SPTRACE, check, eq, finish, optional, require_bpf, rows,
-                    run, tmpfile, trace_json)
+from sptest import (SPTRACE, check, eq, finish, host_truth, optional,
+                    require_bpf, rows, run, tmpfile, trace_json)
 
 PY = "/usr/bin/python3.11"
 THROW = os.environ["THROW_HOST"]
+SPEC_HOST = os.environ["SPEC_HOST"]
 SPECS = os.environ["SPEC_DIR"]
 N = 1000
 
@@ -66,6 +67,79 @@ eq(p.returncode, 0, "C++: exit 0 (%s)" % p.stderr.strip()[-200:])
 r = rows(s)
 eq((r["throw"]["cache_hits"], r["catch"]["cache_hits"]), (250, 250), "C++: thrown and caught")
 
+# ---- Semantics on sys/sdt.h probes whose truth the host prints ----------
+SPEC = """# line 1 is a comment
+sph:outer__start,sph:outer__done,name=arg0
+sph:inner__start,sph:inner__done,name=inner:arg0
+sph:a__start,sph:a__done,name=a,stack=ab
+sph:b__start,sph:b__done,name=b,stack=ab
+sph:txn__start,sph:txn__commit@commit|sph:txn__abort,name=txn,outcomes
+sph:read,name=rel:arg0,kind=cache,hit=arg1!=0
+sph:read,name=found,kind=cache,if=arg1==1
+sph:query-start,sph:query__done,name=arg0,normalize=sql
+sph:key,name=arg0,kind=cache,max-rows=10
+sph:a__start,sph:a__done,name=a_alone
+"""
+NS = 40
+spec_file = tmpfile(".spec")
+with open(spec_file, "w") as f:
+    f.write(SPEC)
+p, s = trace(["--query-file", spec_file, "--", SPEC_HOST, str(NS)])
+eq(p.returncode, 0, "sdt host: exit 0 (%s)" % p.stderr.strip()[-300:])
+t = host_truth(p.stdout)
+r = rows(s)
+e = s["errors"]
+eq((e["end_without_begin"], e["end_mismatch"], e["stack_overflow"], e["thread_exit_open"]),
+   (0, 0, 0, 0), "sdt host: overlapping lines on their own tracks: no error")
+eq(r["outer"]["count"], NS, "overlap: outer intervals")
+eq([r["inner:%d" % i]["count"] for i in range(3)],
+   [len([i for i in range(NS) if i % 3 == k]) for k in range(3)],
+   "overlap: integer names inner:0..2")
+eq((r["a"]["count"], r["b"]["count"]), (NS, NS), "stack=ab: a and b")
+eq(r["a"]["self_ns"], r["a"]["total_ns"] - r["b"]["total_ns"],
+   "stack=ab: a's self time is its total minus b's (nested)")
+eq(r["a_alone"]["self_ns"], r["a_alone"]["total_ns"],
+   "own track: the same probes' self time is their total")
+check(r["a"]["self_ns"] < r["a"]["total_ns"], "stack=ab: b's time left a's self time")
+eq(r["txn"]["count"], NS, "alternative ENDs: every transaction closed")
+eq((r["txn [commit]"]["cache_hits"], r["txn [txn__abort]"]["cache_hits"]),
+   (t["commits"], t["aborts"]), "outcomes: commits and aborts (label, probe name)")
+for k in (1, 2, 3):
+    want_hits = len([i for i in range(3 * NS) if i % 3 + 1 == k and i % 5 != 0])
+    eq((r["rel:%d" % k]["count"], r["rel:%d" % k]["cache_hits"]),
+       (t["rel%d" % k], want_hits), "hit=: reads and hits of rel:%d" % k)
+eq(r["found"]["cache_hits"], t["found"], "if=: only found reads")
+eq(r["found"]["count"], 0, "if= on a cache line filters, counts no reads")
+eq(r["SELECT abalance FROM t1 WHERE aid = $1 AND name = $2"]["count"], t["selects"],
+   "normalize=sql: one SELECT row (dashed probe name accepted)")
+eq(r["INSERT INTO h (a, b) VALUES ($1), ($2)"]["count"], t["inserts"],
+   "normalize=sql: one INSERT row, lists folded")
+keyrows = {n: q for n, q in r.items() if n.startswith("key-")}
+eq(len(keyrows), 10, "max-rows=10: ten key rows")
+eq(sum(q["cache_hits"] for q in keyrows.values()) + r["key <other>"]["cache_hits"],
+   t["keys"], "max-rows: <other> keeps the count exact")
+check("events of names beyond max-rows" in p.stderr and "%s:10:" % spec_file in p.stderr,
+      "max-rows: the warning names the spec line (%r)" % p.stderr.strip()[-300:])
+
+# 256-byte names: a 300-byte string is cut at 255; digits normalized.
+p, s = trace(["--query", "sph:key,name=arg0,kind=cache,normalize=digits", "--", SPEC_HOST, "3"])
+r = rows(s)
+eq(r.get("L" * 255, {}).get("cache_hits"), 1, "a 300-byte name keeps 255 bytes")
+eq(r["key-?"]["cache_hits"], host_truth(p.stdout)["keys"] - 1, "normalize=digits: one key row")
+
+# A line whose END comes first: its warning names the line.
+with open(spec_file, "w") as f:
+    f.write("\n\nsph:outer__done,sph:outer__start,name=reversed\n")
+p, s = trace(["--query-file", spec_file, "--", SPEC_HOST, "5"])
+check("%s:3: 'sph:outer__done,sph:outer__start,name=reversed': 1 ENDs without a BEGIN" % spec_file
+      in p.stderr, "per-line warning names file:line (%r)" % p.stderr.strip()[-300:])
+os.unlink(spec_file)
+
+# A spec that matches nothing names the spec and the providers there.
+p, s = trace(["--query", "nope:x__start,nope:x__done,name=x", "--", SPEC_HOST, "1"])
+one_error_line(p, "no match", "--query 'nope:x__start,nope:x__done,name=x': no probe nope:x__start")
+check("their providers: sph" in p.stderr, "no match: names the file's providers")
+
 for bad, needle in [
         ("libstdcxx:throw,name=throw", "kind=cache"),
         ("libstdcxx-throw,name=x,kind=cache", "not PROVIDER:PROBE"),
@@ -73,7 +147,15 @@ for bad, needle in [
         ("a:b,c:d,name=arg12", "no such argument"),
         ("a:b,c:d,name=x,kind=sleepy", "unknown kind"),
         ("a:b,c:d,name=x,kind=cache", "one probe"),
-        ("nope:begin,nope:end,name=arg0", "no probe nope:begin")]:
+        ("nope:begin,nope:end,name=arg0", "no probe nope:begin"),
+        ("a:b,c:d|,name=x", "an empty END"),
+        ("a:b,c:d,name=x,if=arg1~2", "unknown comparison"),
+        ("a:b,c:d,name=x,hit=argx", "expected argN OP NUMBER"),
+        ("a:b,c:d,name=x,normalize=sql", "normalize= needs name=argN"),
+        ("a:b,c:d,name=arg0,max-rows=0", "max-rows=0"),
+        ("a:b,c:d,name=x,stack=-", "stack=-"),
+        ("a:b,name=x,kind=cache,outcomes", "outcomes and stack= need"),
+        ("a:b@l,c:d,name=x", "@LABEL names an END")]:
     p, s = trace(["--query", bad, "--", THROW, "1"])
     one_error_line(p, "bad spec %r" % bad, needle)
 finish()

@@ -176,9 +176,15 @@ static int parse_cond(struct query_spec *q, const char *opt, const char *v,
 /* The ENDs: "PROV:END1[@L]|PROV:END2[@L]...". */
 static int parse_ends(struct query_spec *q, char *tok, const char *where)
 {
+	size_t len = strlen(tok);
 	char *save = NULL, *e;
 	int err;
 
+	if (tok[0] == '|' || tok[len - 1] == '|' || strstr(tok, "||")) {
+		sp_err("%s '%s': '%s': an empty END between '|' (expected PROVIDER:END1|PROVIDER:END2)",
+		       where, q->text, tok);
+		return -EINVAL;
+	}
 	for (e = strtok_r(tok, "|", &save); e; e = strtok_r(NULL, "|", &save)) {
 		if (q->nprobes >= QUERY_SPEC_MAX_PROBES) {
 			sp_err("%s '%s': more than %d alternative ENDs",
