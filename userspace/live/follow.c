@@ -73,9 +73,18 @@ int follow__add(struct follow *f, pid_t pid)
 
 	if (bpf_map_update_elem(bpf_map__fd(f->skel->maps.followed), &key, &v,
 				BPF_NOEXIST))
-		return -errno;
+		return -errno;	/* -EEXIST: followed already */
 	__atomic_fetch_add(&f->skel->bss->live, 1, __ATOMIC_SEQ_CST);
 	return 0;
+}
+
+bool follow__has(const struct follow *f, pid_t pid)
+{
+	struct sp_followed v;
+	__u32 key = (__u32)pid;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.followed), &key,
+				    &v);
 }
 
 int follow__followed_fd(const struct follow *f)

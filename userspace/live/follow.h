@@ -7,6 +7,7 @@
 #ifndef SPTRACE_FOLLOW_H
 #define SPTRACE_FOLLOW_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sptrace/follow_abi.h>
@@ -32,6 +33,8 @@ struct follow {
 int follow__open(struct follow *f, follow_event_fn fn, void *ctx);
 /* Follows `pid` (the command, before it execs). 0 or -errno. */
 int follow__add(struct follow *f, pid_t pid);
+/* Is pid in the followed set? */
+bool follow__has(const struct follow *f, pid_t pid);
 /* The fds of the maps other programs share (bpf_map__reuse_fd). */
 int follow__followed_fd(const struct follow *f);
 int follow__events_fd(const struct follow *f);

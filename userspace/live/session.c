@@ -153,8 +153,8 @@ int session_opts__check(const struct session_opts *o)
 		sp_err("give one of -p PID, -b PATH and -- CMD");
 		return -EINVAL;
 	}
-	if (o->follow && !o->cmd) {
-		sp_err("--follow follows the processes a command starts (use: sptrace --follow -- CMD)");
+	if (o->follow && !o->cmd && !o->npids) {
+		sp_err("--follow follows the processes a command or a -p PID starts (use: sptrace --follow -- CMD, or -p PID --follow; -b traces every process of a file already)");
 		return -EINVAL;
 	}
 	return 0;
@@ -327,13 +327,77 @@ static void check_execs(struct session *ss)
 	}
 }
 
+/* Parent of pid from /proc/PID/stat, or -1. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int ppid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+	    sscanf(p + 1, " %*c %d", &ppid) != 1)
+		ppid = -1;
+	fclose(f);
+	return ppid;
+}
+
+/*
+ * -p PID --follow: PID and the descendants it has now join `followed`;
+ * those forked from now on join in BPF at fork. PID goes in first, so a
+ * child forked during the scan is either seen here or added by BPF.
+ */
+static int follow_pid_tree(struct session *ss, pid_t root)
+{
+	bool added = true;
+	struct dirent *de;
+	int err, rounds;
+	pid_t pid, pp;
+	DIR *d;
+
+	err = follow__add(&ss->fol, root);
+	if (err && err != -EEXIST)
+		return err;
+	/* Until no new descendant: a grandchild may be listed before its
+	 * parent joined. Bounded: each round adds one more generation. */
+	for (rounds = 0; added && rounds < 64; rounds++) {
+		added = false;
+		d = opendir("/proc");
+		if (!d)
+			return -errno;
+		while ((de = readdir(d))) {
+			pid = (pid_t)atoi(de->d_name);
+			if (pid <= 0 || pid == root)
+				continue;
+			pp = parent_of(pid);
+			if (pp <= 0 || !follow__has(&ss->fol, pp) ||
+			    follow__has(&ss->fol, pid))
+				continue;
+			err = follow__add(&ss->fol, pid);
+			if (!err)
+				added = true;
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
 static int attach_pids(struct session *ss)
 {
 	const struct session_opts *o = ss->o;
 	char comm[32];
 	int i, n;
 
-	if (dl_watch__open(&ss->dlw, false))
+	/* --follow: a followed process that dlopen()s is stopped and
+	 * attached at the loader, as in launch mode; else watched only. */
+	if (o->follow ? dl_watch__open_follow(&ss->dlw,
+					      follow__followed_fd(&ss->fol),
+					      follow__events_fd(&ss->fol),
+					      follow__errors_fd(&ss->fol)) :
+			dl_watch__open(&ss->dlw, false))
 		sp_warn("cannot watch dynamic loaders: libraries loaded after attaching are not traced");
 
 	for (i = 0; i < o->npids; i++) {
@@ -342,6 +406,14 @@ static int attach_pids(struct session *ss)
 		n = pin_target(ss, i);
 		if (n)
 			return n;
+		if (o->follow) {
+			n = follow_pid_tree(ss, pid);
+			if (n) {
+				sp_err("--follow: cannot follow pid %d: %s",
+				       (int)pid, strerror(-n));
+				return n;
+			}
+		}
 		n = attach_all(ss, pid, NULL);
 		if (n >= 0 && !target_alive(ss, i))
 			n = -ESRCH;	/* what was read may be another's */
@@ -744,8 +816,9 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 			pfd[n++] = (struct pollfd){ .fd = ss->pidfds[i],
 						    .events = POLLIN };
 		}
-		if (o->npids && !live)
-			break;	/* every target exited */
+		if (o->npids && !live &&
+		    !(o->follow && follow__live(&ss->fol) > 0))
+			break;	/* every target (and, followed, its tree) exited */
 		if (o->duration_s > 0) {
 			double left = o->duration_s -
 				      (double)(now_ns() - ss->start_ns) / 1e9;
