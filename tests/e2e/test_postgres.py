@@ -97,10 +97,30 @@ def check_run(what, s):
     return r
 
 
+def others(c):
+    """Processes of the PostgreSQL binary outside our cluster: -b counts
+    every process of the file, so they would be counted too."""
+    ours, found = c.postmaster_pid(), []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/exe" % d) != pgcluster.POSTGRES:
+                continue
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if int(d) != ours and ppid != ours:
+            found.append(int(d))
+    return found
+
+
 c = pgcluster.Cluster()
 spec_file = tmpfile(".spec")
 try:
     c.start()
+    eq(others(c), [], "no other PostgreSQL 15 runs (-b would count it)")
     c.pgbench(["-i", "-q", "-s", "1"])
     with open(SPEC) as f, open(spec_file, "w") as g:
         g.write(f.read() + EXTRA)
