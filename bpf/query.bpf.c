@@ -624,12 +624,23 @@ static __always_inline __u64 spec_str_value(struct pt_regs *ctx, __u32 line,
 		p.len = 13;
 	}
 	if (norm == SP_NORM_NONE) {
-		for (i = 0; i < SP_SPEC_NAME_LEN - 1; i++) {
-			if (i + 1 >= p.len)
+		/* Raw: FNV-1a over 8-byte words (the bytes past the NUL
+		 * masked off), an eighth of the byte loop's work. */
+		__u32 n = (__u32)p.len - 1, at;
+		__u64 w;
+
+		for (i = 0; i < SP_SPEC_NAME_LEN / 8; i++) {
+			at = i * 8;
+			if (at >= n)
 				break;
-			p.h ^= (__u8)buf->str[i];
+			w = *(__u64 *)&buf->str[at & (SP_SPEC_NAME_LEN - 8)];
+			if (n - at < 8)
+				w &= (1ull << ((n - at) * 8)) - 1;
+			p.h ^= w;
 			p.h *= SP_FNV_PRIME;
 		}
+		p.h ^= p.h >> 29;	/* low bits up before ">> 14" */
+		p.h *= SP_FNV_PRIME;
 		return p.h >> 14;
 	}
 	bpf_loop(SP_SPEC_NAME_LEN - 1, norm_byte, &p, 0);
@@ -638,37 +649,45 @@ static __always_inline __u64 spec_str_value(struct pt_regs *ctx, __u32 line,
 }
 
 /*
- * The row name of an event of spec line `line`. A value not seen before
- * joins the line's rows while the line has fewer than its max_rows;
- * after that its events go to the line's "<other>" row, so counts stay
- * exact while the maps stay bounded.
+ * The row name of an event of spec line `line` (a fixed name, an integer,
+ * or a string hashed into buf). Whether the value is admitted is
+ * spec_admit()'s question, asked only when no row has it yet.
  */
 static __always_inline __u64 spec_name(struct pt_regs *ctx, __u32 line,
-				       const volatile struct sp_spec_line *l)
+				       const volatile struct sp_spec_line *l,
+				       struct sp_spec_name *buf)
 {
-	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0);
-	struct sp_spec_name *buf;
-	__u64 name, *rows;
-	__u32 zero = 0;
-	long v = 0, err;
+	long v = 0;
 
 	if (l->name_type == SP_SPEC_NAME_FIXED)
 		return SP_SPEC_NAME(line, 0, 0);
-	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
-	if (!buf)
-		return other;
 	if (l->name_type == SP_SPEC_NAME_INT) {
 		if (bpf_usdt_arg(ctx, l->name_arg, &v)) {
 			spec_error(line, SP_SPEC_ERR_NAME_READ);
-			return other;
+			return SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0);
 		}
-		name = SP_SPEC_NAME(line, 0, (__u64)v);
 		buf->str[0] = 0;
-	} else {
-		name = SP_SPEC_NAME(line, 0, spec_str_value(ctx, line,
-							    l->name_arg,
-							    l->normalize, buf));
+		return SP_SPEC_NAME(line, 0, (__u64)v);
 	}
+	return SP_SPEC_NAME(line, 0, spec_str_value(ctx, line, l->name_arg,
+						   l->normalize, buf));
+}
+
+/*
+ * A value not seen before joins the line's rows (its string kept once in
+ * `spec_names`) while the line has fewer than max_rows; after that its
+ * events go to the line's "<other>" row, so counts stay exact while the
+ * maps stay bounded. Returns the name to count under.
+ */
+static __always_inline __u64 spec_admit(__u32 line,
+					const volatile struct sp_spec_line *l,
+					__u64 name, struct sp_spec_name *buf)
+{
+	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows;
+	long err;
+
+	if (SP_SPEC_NAME_OUTCOME(name) || l->name_type == SP_SPEC_NAME_FIXED)
+		return name;
 	if (bpf_map_lookup_elem(&spec_names, &name))
 		return name;
 	rows = bpf_map_lookup_elem(&spec_rows, &line);
@@ -727,13 +746,18 @@ int sp_spec_begin(struct pt_regs *ctx)
 	__u32 line = SP_SPEC_COOKIE_LINE(bpf_usdt_cookie(ctx)) &
 		     (SP_SPEC_MAX_LINES - 1);
 	const volatile struct sp_spec_line *l = &spec_lines[line];
-	__u64 id, now, name;
 	struct sp_thread_stack *st;
-	__u32 kind = l->kind, d;
+	struct sp_spec_name *buf;
+	__u32 kind = l->kind, d, zero = 0;
+	__u64 id, now, name;
 
 	if (!counting() || !spec_cond(ctx, l->if_arg, l->if_op, l->if_val))
 		return 0;
-	name = spec_name(ctx, line, l);
+	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!buf)
+		return 0;
+	/* The row is made at END, without the string: admit it now. */
+	name = spec_admit(line, l, spec_name(ctx, line, l, buf), buf);
 	id = bpf_get_current_pid_tgid();
 	now = bpf_ktime_get_ns();
 	emit(spec_event(kind, true), id, now, name, 0, 0);
@@ -809,18 +833,30 @@ int sp_spec_cache(struct pt_regs *ctx)
 		     (SP_SPEC_MAX_LINES - 1);
 	const volatile struct sp_spec_line *l = &spec_lines[line];
 	__u64 id = bpf_get_current_pid_tgid(), name;
+	struct sp_query_key key = { .tgid = id >> 32 };
 	struct sp_query_stats *row;
+	struct sp_spec_name *buf;
+	__u32 zero = 0;
 	bool hit;
 
 	if (!counting() || !spec_cond(ctx, l->if_arg, l->if_op, l->if_val))
 		return 0;
-	name = spec_name(ctx, line, l);
-	hit = spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val);
-	if (hit)
-		emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
-	row = query_row(id >> 32, name);
-	if (!row)
+	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!buf)
 		return 0;
+	key.name = spec_name(ctx, line, l, buf);
+	/* A row of this process has the value: admitted long ago. */
+	row = bpf_map_lookup_elem(&queries, &key);
+	if (!row) {
+		key.name = spec_admit(line, l, key.name, buf);
+		row = query_row(key.tgid, key.name);
+		if (!row)
+			return 0;
+	}
+	name = key.name;
+	hit = spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val);
+	if (hit && record)	/* no clock read when not recording */
+		emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
 	if (l->hit_op != SP_OP_NONE)
 		row->count++;
 	if (hit)
