@@ -8,16 +8,16 @@
 # 2 minutes. Prints ratios (timings on a shared machine are noisy; compare
 # rows of one run, not runs).
 #
-# 1. pgbench TPS (select-only -S, -c 4 -j 2, T seconds each) untraced, under
-#    sptrace and under bpftrace, for two workloads:
-#      count: statements counted by raw query text (query__start)
-#      pair:  statements timed, query__start..query__done, by raw text
-#    and under sptrace with the whole shipped spec (normalized SQL, phases,
-#    transactions, locks, buffer reads): TPS as a ratio of untraced.
-# 2. The BPF programs' own time per event (kernel.bpf_stats_enabled=1,
-#    bpftool prog show: run_time_ns / run_cnt) for the same two workloads,
-#    sptrace vs bpftrace (sum of a tool's programs over the sum of their runs;
-#    a tool's programs are those loaded after it started, by name).
+# For each run: pgbench TPS (-c 4 -j 2, T seconds) as a ratio of the
+# untraced run of the same workload, and the BPF programs' own time per
+# event (BPF run-time statistics on, bpftool prog show: run_time_ns /
+# run_cnt summed over the tool's programs), for the same work by both tools:
+#   count: statements counted by their raw text (query__start)
+#   pair:  statements timed, query__start..query__done, by raw text
+# on three workloads: ten fixed statements (few names: what normalized text
+# gives), select-only with a random key (a distinct text per statement:
+# both tools keep 4096 names), and, for sptrace alone, the shipped spec.
+# Each sptrace/bpftrace pair runs twice, interleaved: compare within a round.
 #
 # Environment: T (seconds per pgbench run, default 8), CLIENTS (default 4).
 set -euo pipefail
@@ -48,15 +48,15 @@ CLIENTS=${CLIENTS:-4}
 # ---- a throw-away cluster, removed whatever happens ----------------------
 dir=$(mktemp -d /tmp/sptrace-pgbench.XXXXXX)
 tracer_pid=
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+stats_pid=
 cleanup() {
 	[ -n "$tracer_pid" ] && kill -KILL "$tracer_pid" 2>/dev/null || true
+	[ -n "$stats_pid" ] && kill "$stats_pid" 2>/dev/null || true
 	if [ -f "$dir/data/postmaster.pid" ]; then
 		runuser -u postgres -- "$pgbin/pg_ctl" -D "$dir/data" -m immediate \
 			-w -t 30 stop >/dev/null 2>&1 ||
 			kill -KILL "$(head -1 "$dir/data/postmaster.pid")" 2>/dev/null || true
 	fi
-	sysctl -q -w kernel.bpf_stats_enabled="$old_stats" || true
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -67,13 +67,20 @@ as_pg() { runuser -u postgres -- "$@"; }
 as_pg "$pgbin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
 as_pg "$pgbin/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/log" \
 	-o "-c listen_addresses='' -k $dir/sock -c autovacuum=off -c fsync=off" start >/dev/null
-as_pg "$pgbin/pgbench" -h "$dir/sock" -U postgres -i -q -s 10 postgres >/dev/null 2>&1
+as_pg "$pgbin/pgbench" -h "$dir/sock" -U postgres -i -q -s 10 postgres >/dev/null 2>&1 ||
+	die "pgbench -i failed (see $dir/log)"
 
+# pgbench -c CLIENTS -j 2 -T T with the extra arguments; prints its TPS.
 tps() {
-	as_pg "$pgbin/pgbench" -h "$dir/sock" -U postgres -n -S -c "$CLIENTS" \
-		-j 2 -T "$T" postgres 2>/dev/null |
+	as_pg "$pgbin/pgbench" -h "$dir/sock" -U postgres -n -c "$CLIENTS" \
+		-j 2 -T "$T" "$@" postgres 2>/dev/null |
 		sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 }
+# Ten fixed statements: few distinct names, as normalized text gives.
+for i in $(seq 10); do
+	echo "SELECT abalance FROM pgbench_accounts WHERE aid = $i;"
+done >"$dir/fixed.sql"
+chmod 644 "$dir/fixed.sql"
 
 # The newest BPF program id: a tracer's programs are those loaded after it
 # (bpftool here cannot tell which process holds a program).
@@ -108,37 +115,74 @@ t = c = 0
 for p in json.load(sys.stdin):
     if p["id"] > first and pat.search(p.get("name", "")) and p.get("run_cnt"):
         t += p["run_time_ns"]; c += p["run_cnt"]
-print("%.0f %d" % (t / c if c else float("nan"), c))' "$1" "$first_id"
+print("%.0f" % (t / c if c else float("nan")))' "$1" "$first_id"
 }
 
-sp_count="postgresql:query__start,name=arg0,kind=cache"
-sp_pair="postgresql:query__start,postgresql:query__done,name=arg0"
-bt_count="usdt:$postgres:postgresql:query__start { @c[str(arg0)] = count(); }"
-bt_pair="usdt:$postgres:postgresql:query__start { @s[tid] = nsecs; @q[tid] = arg0; }
-usdt:$postgres:postgresql:query__done /@s[tid]/ { @t[str(@q[tid])] = sum(nsecs - @s[tid]); @c[str(@q[tid])] = count(); delete(@s[tid]); delete(@q[tid]); }"
+# BPF run-time statistics on while this script runs, through a held
+# BPF_ENABLE_STATS descriptor: the kernel.bpf_stats_enabled sysctl is one
+# switch that any other user of the machine may turn off meanwhile.
+python3 -c '
+import ctypes, signal, struct
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(struct.pack("I", 0) + bytes(124))
+if libc.syscall(321, 32, attr, 128) < 0:     # bpf(BPF_ENABLE_STATS, RUN_TIME)
+    raise SystemExit("BPF_ENABLE_STATS failed: errno %d" % ctypes.get_errno())
+signal.pause()' &
+stats_pid=$!
 
-sysctl -q -w kernel.bpf_stats_enabled=1
-base=$(tps)
-printf '%-44s %10s %8s %14s\n' "run (pgbench -S -c $CLIENTS -j 2 -T $T)" "tps" "ratio" "BPF ns/event"
-printf '%-44s %10.0f %8.2f\n' "untraced" "$base" 1
-for work in count pair; do
-	eval "sq=\$sp_$work bt=\$bt_$work"
-	start_tracer "$sptrace" -b "$postgres" --max-queries 262144 --query "$sq"
-	t=$(tps)
-	read -r ns n < <(bpf_ns '^sp_spec_')
+row() {	# row LABEL TPS NS
+	printf '%-52s %9.0f %6.2f %10s\n' "$1" "$2" \
+		"$(awk -v a="$2" -v b="$base" 'BEGIN { print a / b }')" "$3"
+}
+
+# measure LABEL TOOL SPEC PGBENCH-ARGS...: one traced pgbench run.
+measure() {
+	local label=$1 tool=$2 spec=$3 t ns
+	shift 3
+	if [ "$tool" = sptrace ]; then
+		start_tracer "$sptrace" -b "$postgres" $spec
+	else
+		start_tracer bpftrace -e "$spec"
+	fi
+	t=$(tps "$@")
+	ns=$(bpf_ns "$([ "$tool" = sptrace ] && echo '^sp_spec_' || echo '^query__')")
 	stop_tracer
-	printf '%-44s %10.0f %8.2f %14s\n' "sptrace, $work by raw text" "$t" \
-		"$(awk -v a="$t" -v b="$base" 'BEGIN { print a / b }')" "$ns ($n runs)"
-	start_tracer bpftrace -e "$bt"
-	t=$(tps)
-	read -r ns n < <(bpf_ns '^query__')
-	stop_tracer
-	printf '%-44s %10.0f %8.2f %14s\n' "bpftrace, $work by raw text" "$t" \
-		"$(awk -v a="$t" -v b="$base" 'BEGIN { print a / b }')" "$ns ($n runs)"
+	row "$label" "$t" "$ns"
+}
+
+P="usdt:$postgres:postgresql"
+bt_count="$P:query__start { @c[str(arg0)] = count(); }"
+# The pair as sptrace does it: count, total time and the latency histogram
+# per name (sptrace also keeps self time, min and max in the same row).
+bt_pair="$P:query__start { @s[tid] = nsecs; @q[tid] = arg0; }
+$P:query__done /@s[tid]/ { \$n = str(@q[tid]); \$d = nsecs - @s[tid]; @t[\$n] = sum(\$d); @c[\$n] = count(); @h[\$n] = hist(\$d); delete(@s[tid]); delete(@q[tid]); }"
+sp_count="--query postgresql:query__start,name=arg0,kind=cache"
+sp_pair="--query postgresql:query__start,postgresql:query__done,name=arg0"
+
+printf '%-52s %9s %6s %10s\n' "pgbench -c $CLIENTS -j 2 -T $T" tps ratio "BPF ns/ev"
+base=$(tps -f "$dir/fixed.sql")
+row "fixed text (10 statements), untraced" "$base" "-"
+for round in 1 2; do
+	measure "fixed text, count, sptrace" sptrace "$sp_count" -f "$dir/fixed.sql"
+	measure "fixed text, count, bpftrace" bpftrace "$bt_count" -f "$dir/fixed.sql"
+	measure "fixed text, pair, sptrace" sptrace "$sp_pair" -f "$dir/fixed.sql"
+	measure "fixed text, pair, bpftrace" bpftrace "$bt_pair" -f "$dir/fixed.sql"
 done
-start_tracer "$sptrace" -b "$postgres" --query-file "$src/examples/specs/postgresql15.spec"
-t=$(tps)
-read -r ns n < <(bpf_ns '^sp_spec_')
-stop_tracer
-printf '%-44s %10.0f %8.2f %14s\n' "sptrace, postgresql15.spec (normalized)" "$t" \
-	"$(awk -v a="$t" -v b="$base" 'BEGIN { print a / b }')" "$ns ($n runs)"
+base=$(tps -S)
+row "select-only (distinct text), untraced" "$base" "-"
+# bpftrace keeps 4096 keys by default (BPFTRACE_MAP_KEYS_MAX) and drops the
+# rest; sptrace keeps as many rows (max-rows=4096) and counts the rest in
+# "<other>".
+for round in 1 2; do
+	measure "distinct text, count, sptrace max-rows=4096" sptrace "$sp_count,max-rows=4096" -S
+	measure "distinct text, count, bpftrace (4096 keys)" bpftrace "$bt_count" -S
+	measure "distinct text, pair, sptrace max-rows=4096" sptrace "$sp_pair,max-rows=4096" -S
+	measure "distinct text, pair, bpftrace (4096 keys)" bpftrace "$bt_pair" -S
+done
+measure "distinct text, count, sptrace normalize=sql" sptrace "$sp_count,normalize=sql" -S
+measure "select-only, sptrace postgresql15.spec" sptrace \
+	"--query-file $src/examples/specs/postgresql15.spec" -S
+base=$(tps)
+row "tpcb-like, untraced" "$base" "-"
+measure "tpcb-like, sptrace postgresql15.spec" sptrace \
+	"--query-file $src/examples/specs/postgresql15.spec"

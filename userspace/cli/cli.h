@@ -43,6 +43,7 @@ enum cli_opt {
 	OPT_MAX_STACKS,
 	OPT_LISTEN,
 	OPT_KEEP_EXITED,
+	OPT_TOP,
 };
 
 /* Prints a command's usage text on f. */

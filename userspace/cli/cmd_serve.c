@@ -25,6 +25,7 @@
 #include "serve_http.h"
 #include "session.h"
 #include "summary.h"
+#include "summary_top.h"
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
 /* One read of the maps serves every scrape within this window. */
@@ -36,6 +37,7 @@ struct serve_env {
 	struct session_opts so;
 	const char *listen;
 	double keep_exited_s;
+	unsigned int top;	/* --top N: rows a scrape shows; 0: all */
 	bool mem;
 };
 
@@ -44,6 +46,7 @@ struct serve {
 	struct query_provider qp;
 	struct mem_provider mp;
 	bool mem;
+	unsigned int top;
 	struct fleet fleet;
 	struct serve_http srv;
 	struct serve_body *cache[2];	/* [openmetrics] */
@@ -73,6 +76,8 @@ SERVE_DEFAULT_LISTEN ");\n"
 "                           type (docs/memory.md; no allocation stacks)\n"
 "      --keep-exited SECONDS  an exited process keeps series of its own this\n"
 "                           long, then its figures leave /metrics (default 300)\n"
+"      --top N              the N rows of most self time keep their names; the\n"
+"                           rest are summed into one \"<other>\" row per process\n"
 "      --query SPEC, --query-file FILE, --func GLOB, --max-queries N,\n"
 "      --max-threads N      as for sptrace (sptrace --help)\n"
 "  -v, --verbose            say what is attached; show libbpf's messages\n"
@@ -91,6 +96,7 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "keep-exited", required_argument, NULL, OPT_KEEP_EXITED },
 		{ "mem", no_argument, NULL, OPT_MEM },
+		{ "top", required_argument, NULL, OPT_TOP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -112,6 +118,20 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 		case OPT_MEM:
 			env->mem = true;
 			break;
+		case OPT_TOP: {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || errno || v < 1 || v > 16777216) {
+				sp_err("invalid --top '%s' (expected a number of rows, 1 to 16777216)",
+				       optarg);
+				return -EINVAL;
+			}
+			env->top = (unsigned int)v;
+			break;
+		}
 		case OPT_KEEP_EXITED:
 			if (parse_double(optarg, 0, 86400 * 365,
 					 &env->keep_exited_s)) {
@@ -162,6 +182,8 @@ static int proc_cmp(const void *a, const void *b)
 static struct serve_body *render(struct serve *sv, bool openmetrics)
 {
 	struct om_health h = {};
+	struct summary top;
+	unsigned int folded = 0;
 	struct om_process *procs = NULL;
 	struct om_buf b = {};
 	struct serve_body *body = NULL;
@@ -175,6 +197,14 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 	summary__init(&s);
 	mem_report__init(&mr);
 	err = fleet__read(&sv->fleet, &s);
+	if (!err && sv->top) {
+		/* --top: the scrape's rows, the rest folded exactly. */
+		summary__init(&top);
+		err = summary__top(&s, sv->top, &top, &folded);
+		summary__free(&s);
+		s = top;
+		h.folded_rows = folded;
+	}
 	if (!err && sv->mem)
 		err = mem_provider__read(&sv->mp, &sv->ss, &mr);
 	sv->last_read_ns = now_ns();
@@ -321,6 +351,7 @@ int cmd_serve(int argc, char **argv)
 	fleet__init(&sv->fleet, &sv->qp, &sv->ss, env.keep_exited_s);
 	err = session__add(&sv->ss, &p);
 	sv->mem = env.mem;
+	sv->top = env.top;
 	sv->fleet.keep_spaces = env.mem;
 	if (!err && env.mem) {
 		mem_provider__init(&sv->mp, &mo, &mem_p);

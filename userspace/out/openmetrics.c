@@ -405,6 +405,9 @@ static void write_health(struct om_buf *b, const struct om_input *in)
 	scalar(b, in, "sptrace_targets_alive", "gauge", NULL,
 	       "Traced processes alive at this scrape.", h->targets_alive,
 	       false);
+	scalar(b, in, "sptrace_folded_rows", "gauge", NULL,
+	       "Rows summed into \"<other>\" rows by --top at this scrape.",
+	       h->folded_rows, false);
 	scalar(b, in, "sptrace_http_dropped_connections", "counter", NULL,
 	       "Scrape connections closed for being slow, idle or over the limit.",
 	       h->http_dropped, false);

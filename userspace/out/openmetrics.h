@@ -29,6 +29,7 @@ struct om_health {
 	uint64_t exited_processes;
 	uint64_t http_dropped;		/* connections closed by timeout/limit */
 	uint64_t http_rejected;		/* requests answered 4xx */
+	uint64_t folded_rows;		/* serve --top: rows in "<other>" */
 	uint64_t self_rss_bytes;
 	double read_seconds;		/* the last read of the maps */
 };
