@@ -17,7 +17,9 @@
 # on three workloads: ten fixed statements (few names: what normalized text
 # gives), select-only with a random key (a distinct text per statement:
 # both tools keep 4096 names), and, for sptrace alone, the shipped spec.
-# Each sptrace/bpftrace pair runs twice, interleaved: compare within a round.
+# The BPF time per event is measured with both tools attached at once (the
+# same events, the same cache state; twice); TPS with each tool alone (one
+# run each: on a shared machine, compare TPS only as a rough guide).
 #
 # Environment: T (seconds per pgbench run, default 8), CLIENTS (default 4).
 set -euo pipefail
@@ -50,7 +52,8 @@ dir=$(mktemp -d /tmp/sptrace-pgbench.XXXXXX)
 tracer_pid=
 stats_pid=
 cleanup() {
-	[ -n "$tracer_pid" ] && kill -KILL "$tracer_pid" 2>/dev/null || true
+	# shellcheck disable=SC2086
+	[ -n "$tracer_pid" ] && kill -KILL $tracer_pid 2>/dev/null || true
 	[ -n "$stats_pid" ] && kill "$stats_pid" 2>/dev/null || true
 	if [ -f "$dir/data/postmaster.pid" ]; then
 		runuser -u postgres -- "$pgbin/pg_ctl" -D "$dir/data" -m immediate \
@@ -159,26 +162,65 @@ $P:query__done /@s[tid]/ { \$n = str(@q[tid]); \$d = nsecs - @s[tid]; @t[\$n] = 
 sp_count="--query postgresql:query__start,name=arg0,kind=cache"
 sp_pair="--query postgresql:query__start,postgresql:query__done,name=arg0"
 
+# ab LABEL SPTRACE-ARGS BPFTRACE-PROG PGBENCH-ARGS...: both tools attached
+# at once to the same probes, so each BPF program sees the same events in
+# the same cache state; prints each tool's BPF ns per event.
+ab() {
+	local label=$1 sargs=$2 bprog=$3 first sp bt
+	shift 3
+	first=$(last_id)
+	"$sptrace" -b "$postgres" $sargs >"$dir/ab.sp" 2>&1 &
+	sp=$!
+	bpftrace -e "$bprog" >"$dir/ab.bt" 2>&1 &
+	bt=$!
+	tracer_pid="$sp $bt"
+	for _ in $(seq 200); do
+		grep -q tracing "$dir/ab.sp" && grep -q Attaching "$dir/ab.bt" && break
+		sleep 0.1
+	done
+	sleep 1
+	tps "$@" >/dev/null
+	bpftool prog show -j | python3 -c '
+import json, sys
+first, t = int(sys.argv[1]), {}
+for p in json.load(sys.stdin):
+    n = p.get("name", "")
+    if p["id"] > first and p.get("run_cnt") and (n.startswith("sp_spec_") or n.startswith("query__")):
+        a = t.setdefault("sptrace" if n.startswith("sp_") else "bpftrace", [0, 0])
+        a[0] += p["run_time_ns"]; a[1] += p["run_cnt"]
+ns = {k: v[0] / v[1] for k, v in t.items()}
+print("%-52s %9.0f %9.0f %6.2f" % (sys.argv[2], ns.get("sptrace", float("nan")),
+      ns.get("bpftrace", float("nan")), ns.get("sptrace", float("nan")) / ns.get("bpftrace", float("nan"))))' "$first" "$label"
+	kill -INT $sp $bt
+	wait $sp $bt || true
+	tracer_pid=
+}
+
+printf '%-52s %9s %9s %6s\n' "BPF ns per event, both attached at once" sptrace bpftrace ratio
+for round in 1 2; do
+	ab "fixed text, count (round $round)" "$sp_count" "$bt_count" -f "$dir/fixed.sql"
+	ab "fixed text, pair + histogram (round $round)" "$sp_pair" "$bt_pair" -f "$dir/fixed.sql"
+	ab "distinct text, count, 4096 names (round $round)" "$sp_count,max-rows=4096" "$bt_count" -S
+	ab "distinct text, pair, 4096 names (round $round)" "$sp_pair,max-rows=4096" "$bt_pair" -S
+done
+echo
+
 printf '%-52s %9s %6s %10s\n' "pgbench -c $CLIENTS -j 2 -T $T" tps ratio "BPF ns/ev"
 base=$(tps -f "$dir/fixed.sql")
 row "fixed text (10 statements), untraced" "$base" "-"
-for round in 1 2; do
-	measure "fixed text, count, sptrace" sptrace "$sp_count" -f "$dir/fixed.sql"
-	measure "fixed text, count, bpftrace" bpftrace "$bt_count" -f "$dir/fixed.sql"
-	measure "fixed text, pair, sptrace" sptrace "$sp_pair" -f "$dir/fixed.sql"
-	measure "fixed text, pair, bpftrace" bpftrace "$bt_pair" -f "$dir/fixed.sql"
-done
+measure "fixed text, count, sptrace" sptrace "$sp_count" -f "$dir/fixed.sql"
+measure "fixed text, count, bpftrace" bpftrace "$bt_count" -f "$dir/fixed.sql"
+measure "fixed text, pair, sptrace" sptrace "$sp_pair" -f "$dir/fixed.sql"
+measure "fixed text, pair, bpftrace" bpftrace "$bt_pair" -f "$dir/fixed.sql"
 base=$(tps -S)
 row "select-only (distinct text), untraced" "$base" "-"
 # bpftrace keeps 4096 keys by default (BPFTRACE_MAP_KEYS_MAX) and drops the
 # rest; sptrace keeps as many rows (max-rows=4096) and counts the rest in
 # "<other>".
-for round in 1 2; do
-	measure "distinct text, count, sptrace max-rows=4096" sptrace "$sp_count,max-rows=4096" -S
-	measure "distinct text, count, bpftrace (4096 keys)" bpftrace "$bt_count" -S
-	measure "distinct text, pair, sptrace max-rows=4096" sptrace "$sp_pair,max-rows=4096" -S
-	measure "distinct text, pair, bpftrace (4096 keys)" bpftrace "$bt_pair" -S
-done
+measure "distinct text, count, sptrace max-rows=4096" sptrace "$sp_count,max-rows=4096" -S
+measure "distinct text, count, bpftrace (4096 keys)" bpftrace "$bt_count" -S
+measure "distinct text, pair, sptrace max-rows=4096" sptrace "$sp_pair,max-rows=4096" -S
+measure "distinct text, pair, bpftrace (4096 keys)" bpftrace "$bt_pair" -S
 measure "distinct text, count, sptrace normalize=sql" sptrace "$sp_count,normalize=sql" -S
 measure "select-only, sptrace postgresql15.spec" sptrace \
 	"--query-file $src/examples/specs/postgresql15.spec" -S
