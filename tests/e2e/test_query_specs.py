@@ -79,6 +79,7 @@ sph:read,name=found,kind=cache,if=arg1==1
 sph:query-start,sph:query__done,name=arg0,normalize=sql
 sph:key,name=arg0,kind=cache,max-rows=10
 sph:a__start,sph:a__done,name=a_alone
+sph:rd__start,sph:rd__done,name=rd,hit=arg0!=0
 """
 NS = 40
 spec_file = tmpfile(".spec")
@@ -109,6 +110,8 @@ for k in (1, 2, 3):
     eq((r["rel:%d" % k]["count"], r["rel:%d" % k]["cache_hits"]),
        (t["rel%d" % k], want_hits), "hit=: reads and hits of rel:%d" % k)
 eq(r["found"]["cache_hits"], t["found"], "if=: only found reads")
+eq((r["rd"]["count"], r["rd"]["cache_hits"]), (t["reads"], t["found"]),
+   "hit= on an interval line: reads timed, hits at the END")
 eq(r["found"]["count"], 0, "if= on a cache line filters, counts no reads")
 eq(r["SELECT abalance FROM t1 WHERE aid = $1 AND name = $2"]["count"], t["selects"],
    "normalize=sql: one SELECT row (dashed probe name accepted)")

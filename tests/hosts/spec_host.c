@@ -62,6 +62,8 @@ int main(int argc, char **argv)
 		int r = i % 3 + 1, f = i % 5 != 0;
 
 		DTRACE_PROBE2(sph, read, r, f);
+		DTRACE_PROBE(sph, rd__start);
+		DTRACE_PROBE1(sph, rd__done, f);
 		reads++;
 		found += f;
 		rel[r]++;
