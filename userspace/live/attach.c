@@ -386,7 +386,9 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	o->nlinks = a->nlinks - first;
 	a->nobjs++;
 	a->nsites += n;
-	if (n)
+	if (n && pid < 0)	/* -b: one link for every process */
+		sp_info("every process: %s: %zu probe sites attached", path, n);
+	else if (n)
 		sp_info("pid %d: %s: %zu probe sites attached", (int)pid, path,
 			n);
 	usdt_file__free(f);

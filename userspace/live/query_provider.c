@@ -521,9 +521,15 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 			qp->spec_found[k * QUERY_SPEC_MAX_PROBES + p] +=
 				(size_t)n;
 			total += n;
-			sp_info("pid %d: %s: %d sites of %s:%s attached (%s)",
-				(int)pid, path, n, q->provider[p], q->probe[p],
-				query_spec__where(q, wbuf, sizeof(wbuf)));
+			if (pid < 0)	/* -b, --follow: a link for all */
+				sp_info("every process: %s: %d sites of %s:%s attached (%s)",
+					path, n, q->provider[p], q->probe[p],
+					query_spec__where(q, wbuf, sizeof(wbuf)));
+			else
+				sp_info("pid %d: %s: %d sites of %s:%s attached (%s)",
+					(int)pid, path, n, q->provider[p],
+					q->probe[p],
+					query_spec__where(q, wbuf, sizeof(wbuf)));
 		}
 	}
 	usdt_file__free(f);
