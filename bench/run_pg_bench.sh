@@ -101,9 +101,22 @@ start_tracer() {
 	done
 	die "tracer '$*' did not attach"
 }
+# stop PID...: Ctrl-C, then SIGTERM if it did not end within 10 s (a
+# bpftrace interrupted while it prints can miss the first one).
+stop() {
+	local p
+	kill -INT "$@" 2>/dev/null || true
+	for p in "$@"; do
+		for _ in $(seq 100); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -TERM "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+}
 stop_tracer() {
-	kill -INT "$tracer_pid"
-	wait "$tracer_pid" || true
+	stop "$tracer_pid"
 	tracer_pid=
 }
 
@@ -191,8 +204,7 @@ for p in json.load(sys.stdin):
 ns = {k: v[0] / v[1] for k, v in t.items()}
 print("%-52s %9.0f %9.0f %6.2f" % (sys.argv[2], ns.get("sptrace", float("nan")),
       ns.get("bpftrace", float("nan")), ns.get("sptrace", float("nan")) / ns.get("bpftrace", float("nan"))))' "$first" "$label"
-	kill -INT $sp $bt
-	wait $sp $bt || true
+	stop "$sp" "$bt"
 	tracer_pid=
 }
 
