@@ -122,10 +122,11 @@ if os.path.exists(trace):
     os.unlink(trace)
 
 # 6. Clear errors.
-p = run([SPTRACE, "--follow", "-p", str(os.getpid())])
-eq(p.returncode, 1, "follow -p: refused")
-check("--follow" in p.stderr and "-- CMD" in p.stderr,
-      "follow -p: says it needs a command (%r)" % p.stderr.strip())
+# (-p PID --follow is supported: tests/e2e/test_postgres.py.)
+p = run([SPTRACE, "--follow", "-b", HOST, "-d", "0.1"])
+eq(p.returncode, 1, "follow -b: refused")
+check("--follow" in p.stderr and "-- CMD" in p.stderr and "-p PID" in p.stderr,
+      "follow -b: says it needs a command or -p (%r)" % p.stderr.strip())
 p = run([SPTRACE, "--follow", "--mem", "--", HOST, "--leaf", "1"])
 eq(p.returncode, 1, "follow --mem: refused")
 check("--follow" in p.stderr and "mem" in p.stderr,
