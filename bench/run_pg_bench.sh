@@ -101,17 +101,23 @@ start_tracer() {
 	done
 	die "tracer '$*' did not attach"
 }
-# stop PID...: Ctrl-C, then SIGTERM if it did not end within 10 s (a
-# bpftrace interrupted while it prints can miss the first one).
+# gone PID TENTHS: waits up to TENTHS x 0.1 s for PID to end; true if it did.
+gone() {
+	local i
+	for i in $(seq "$2"); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	! kill -0 "$1" 2>/dev/null
+}
+# stop PID...: Ctrl-C; SIGTERM after 10 s, SIGKILL after 5 more (a bpftrace
+# busy printing a large map was seen to miss both).
 stop() {
 	local p
 	kill -INT "$@" 2>/dev/null || true
 	for p in "$@"; do
-		for _ in $(seq 100); do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -TERM "$p" 2>/dev/null || true
+		gone "$p" 100 || { kill -TERM "$p" 2>/dev/null; gone "$p" 50; } ||
+			kill -KILL "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
 }
