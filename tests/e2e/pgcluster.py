@@ -24,15 +24,10 @@ def available():
 
 
 def require():
-    """PostgreSQL 15 or: FAIL in CI, SKIP outside it."""
-    if available():
-        return
-    msg = "PostgreSQL 15 is not installed (%s; .ci/install-deps installs it)" % POSTGRES
-    if os.environ.get("CI") == "true":
-        print("FAIL: " + msg)
-        sys.exit(1)
-    print("SKIP: " + msg)
-    sys.exit(77)
+    """PostgreSQL 15 or: FAIL in CI, SKIP outside it (sptest.require)."""
+    from sptest import require as sp_require
+    sp_require(available(), "PostgreSQL 15 (%s, pgbench; .ci/install-deps "
+               "installs postgresql-15)" % POSTGRES)
 
 
 def _cleanup_all():
