@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the trace reader (userspace/trace_format.c): the
+ * libFuzzer target for the trace reader (userspace/store/trace_reader.c): the
  * input becomes a file (a memfd), which is opened and read to the end, with
  * stats and warnings. Besides crashes, hangs and leaks, it traps when the
  * reader breaks a promise of its API (see check_event, check_warnings).
@@ -27,8 +27,8 @@
  *   built from the golden file's payloads.
  *
  * Build (libclang-rt-14-dev):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I include -I userspace \
- *     userspace/trace_format.c tests/fuzz/fuzz_trace_reader.c -lz
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I include -I userspace/store \
+ *     userspace/store/trace_reader.c tests/fuzz/fuzz_trace_reader.c -lz
  * Run: tests/fuzz/run_fuzz.sh FUZZER tests/fuzz/corpus_trace SECONDS
  */
 #ifndef _GNU_SOURCE

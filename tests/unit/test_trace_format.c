@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of userspace/trace_format.c: round trips, the size target on a
- * realistic workload, every kind of damage the reader must survive (made by
- * writing a good file and then cutting, flipping or rewriting its bytes, or
- * by framing hostile payloads with valid CRCs), the v1.0 golden file, and
- * the writer's refusal to overwrite files or follow symlinks.
+ * Unit tests of the trace writer and reader (userspace/store/trace_*.c):
+ * round trips, the size target on a realistic workload, every kind of
+ * damage the reader must survive (made by writing a good file and then
+ * cutting, flipping or rewriting its bytes, or by framing hostile payloads
+ * with valid CRCs), the v1.0 golden file, and the writer's refusal to
+ * overwrite files or follow symlinks.
  *
  * The helpers that build and take apart files (b_header, b_chunk,
  * walk_chunks) follow docs/format.md, not the code under test, so they

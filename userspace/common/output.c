@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Output files: O_NOFOLLOW always, O_EXCL unless --force, mode 0600. */
+/* common/ layer (bottom: needs nothing of sptrace but log.c).
+ * Files sptrace writes: O_NOFOLLOW always, O_EXCL unless --force, 0600. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -8,19 +9,54 @@
 #include "log.h"
 #include "output.h"
 
-int output__open(const char *path, bool force, FILE **out)
+/* O_TRUNC keeps an existing file's mode, but what sptrace writes is
+ * private: 0600 for a regular file we own (a device or someone else's file
+ * stays as it is). */
+static int make_private(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 07777) == 0600)
+		return 0;
+	return fchmod(fd, 0600) ? -errno : 0;
+}
+
+int output__create(const char *path, enum output_mode mode)
 {
 	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	int fd, err;
+
+	if (mode == OUTPUT_NEW)
+		flags |= O_EXCL;
+	else if (mode == OUTPUT_REPLACE)
+		flags |= O_TRUNC;
+	fd = open(path, flags, 0600);
+	if (fd < 0)
+		return -errno;
+	if (mode == OUTPUT_REPLACE) {
+		err = make_private(fd);
+		if (err) {
+			close(fd);
+			return err;
+		}
+	}
+	return fd;
+}
+
+int output__open(const char *path, bool force, FILE **out)
+{
 	int fd, err;
 
 	if (!path || !strcmp(path, "-")) {
 		*out = stdout;
 		return 0;
 	}
-	flags |= force ? O_TRUNC : O_EXCL;
-	fd = open(path, flags, 0600);
+	fd = output__create(path, force ? OUTPUT_REPLACE : OUTPUT_NEW);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		if (err == -EEXIST)
 			sp_err("%s: file exists (use --force to overwrite)", path);
 		else if (err == -ELOOP)

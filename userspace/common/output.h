@@ -7,6 +7,18 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* How output__create() treats an existing file. */
+enum output_mode {
+	OUTPUT_NEW,		/* refuse it: -EEXIST */
+	OUTPUT_REPLACE,		/* truncate it, and make it 0600 again */
+	OUTPUT_KEEP,		/* keep its contents (a database) */
+};
+
+/* The one way sptrace creates a file: never through a symlink (-ELOOP),
+ * created 0600; on OUTPUT_REPLACE a regular file of ours is made 0600
+ * again (O_TRUNC alone keeps an old mode). A write-only fd, or -errno
+ * (not reported: callers name the file their own way). */
+int output__create(const char *path, enum output_mode mode);
 /* "-" or NULL means stdout. 0 or -errno (reported, naming the file). */
 int output__open(const char *path, bool force, FILE **out);
 /* Before a long trace: refuses an existing file (unless force) or a symlink

@@ -30,6 +30,7 @@
 #include "history_db.h"
 #include "log.h"
 #include "mem_report.h"
+#include "output.h"
 #include "summary.h"
 
 /* How long a writer waits for another writer's transaction. */
@@ -310,11 +311,10 @@ int history_db__open(const char *path, bool create, struct history_db **out)
 	/* Created 0600 like every file sptrace writes (SQLite's own default
 	 * is 0644; its -wal and -shm files copy the database's mode). */
 	if (create) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-			      0600);
+		int fd = output__create(path, OUTPUT_KEEP);
 
 		if (fd < 0) {
-			err = -errno;
+			err = fd;
 			if (err == -ENOENT)
 				sp_err("%s: cannot create the database: %s (does its directory exist?)",
 				       path, strerror(-err));
