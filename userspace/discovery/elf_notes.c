@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "elf_notes.h"
+#include "vec.h"
 
 #define STAPSDT_NOTE_NAME "stapsdt"
 #define STAPSDT_NOTE_TYPE 3
@@ -367,20 +368,7 @@ static int parse_note(const struct elf_ctx *ctx,
 
 static int sites_reserve(struct usdt_file *f, size_t *cap)
 {
-	struct usdt_site *v;
-	size_t ncap;
-
-	if (f->nsites < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	if (ncap > SIZE_MAX / sizeof(*v))
-		return -ENOMEM;
-	v = realloc(f->sites, ncap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	f->sites = v;
-	*cap = ncap;
-	return 0;
+	return VEC_RESERVE(f->sites, *cap, f->nsites + 1);
 }
 
 static int parse_note_section(const struct elf_ctx *ctx, Elf_Scn *scn,

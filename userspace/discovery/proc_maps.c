@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "proc_maps.h"
+#include "vec.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -125,20 +126,7 @@ static int parse_line(const char *line, struct proc_mapping *m)
 
 static int maps_reserve(struct proc_maps *m, size_t *cap)
 {
-	struct proc_mapping *v;
-	size_t ncap;
-
-	if (m->n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	if (ncap > SIZE_MAX / sizeof(*v))
-		return -ENOMEM;
-	v = realloc(m->v, ncap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	m->v = v;
-	*cap = ncap;
-	return 0;
+	return VEC_RESERVE(m->v, *cap, m->n + 1);
 }
 
 static int read_stream(FILE *fp, struct proc_maps *out)

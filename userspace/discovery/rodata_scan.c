@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "proc_maps.h"
 #include "rodata_scan.h"
+#include "vec.h"
 
 #define DEFAULT_CHUNK (1u << 20)
 
@@ -124,15 +125,8 @@ static bool scanned(const struct rodata_scan *rs, pid_t pid,
 static int remember(struct rodata_scan *rs, pid_t pid,
 		    const struct proc_mapping *m)
 {
-	if (rs->n == rs->cap) {
-		size_t cap = rs->cap ? rs->cap * 2 : 64;
-		struct rodata_range *v = realloc(rs->done, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		rs->done = v;
-		rs->cap = cap;
-	}
+	if (VEC_RESERVE(rs->done, rs->cap, rs->n + 1))
+		return -ENOMEM;
 	rs->done[rs->n++] = (struct rodata_range){
 		.pid = pid, .start = m->start, .end = m->end,
 		.pgoff = m->pgoff, .inode = m->inode,

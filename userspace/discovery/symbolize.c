@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "addr_space.h"
 #include "symbolize.h"
+#include "vec.h"
 
 struct sym {
 	uint64_t value, size;
@@ -130,24 +131,9 @@ static int read_syms(Elf *elf, Elf64_Word type, struct sym_file *f)
 			if (!name || !*name)
 				continue;
 			len = strlen(name) + 1;
-			if (f->nsyms == cap) {
-				struct sym *v;
-
-				cap = cap ? cap * 2 : 256;
-				v = realloc(f->syms, cap * sizeof(*v));
-				if (!v)
-					return -ENOMEM;
-				f->syms = v;
-			}
-			if (strs_len + len > strs_cap) {
-				char *v;
-
-				strs_cap = (strs_len + len) * 2;
-				v = realloc(f->strs, strs_cap);
-				if (!v)
-					return -ENOMEM;
-				f->strs = v;
-			}
+			if (VEC_RESERVE(f->syms, cap, f->nsyms + 1) ||
+			    VEC_RESERVE(f->strs, strs_cap, strs_len + len))
+				return -ENOMEM;
 			memcpy(f->strs + strs_len, name, len);
 			/* Offsets for now: strs may still move. */
 			f->syms[f->nsyms++] = (struct sym){

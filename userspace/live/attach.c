@@ -36,6 +36,7 @@
 #include "log.h"
 #include "proc_maps.h"
 #include "usdt_args.h"
+#include "vec.h"
 
 /* Not in Debian 12's UAPI headers (Linux 6.1): Linux 6.6's values. */
 #define SP_BPF_TRACE_UPROBE_MULTI 48
@@ -157,15 +158,8 @@ static struct bpf_program *binding_for(const struct attacher *a,
 
 static int push_link(struct attacher *a, struct bpf_link *link, int fd)
 {
-	if (a->nlinks == a->links_cap) {
-		size_t cap = a->links_cap ? a->links_cap * 2 : 64;
-		struct sp_link *v = realloc(a->links, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->links = v;
-		a->links_cap = cap;
-	}
+	if (VEC_RESERVE(a->links, a->links_cap, a->nlinks + 1))
+		return -ENOMEM;
 	a->links[a->nlinks].link = link;
 	a->links[a->nlinks].fd = fd;
 	a->nlinks++;
@@ -362,16 +356,9 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 			goto rollback;
 		n += err;
 	}
-	if (a->nobjs == a->objs_cap) {
-		size_t cap = a->objs_cap ? a->objs_cap * 2 : 16;
-		struct attached_obj *v = realloc(a->objs, cap * sizeof(*v));
-
-		if (!v) {
-			err = -ENOMEM;
-			goto rollback;
-		}
-		a->objs = v;
-		a->objs_cap = cap;
+	if (VEC_RESERVE(a->objs, a->objs_cap, a->nobjs + 1)) {
+		err = -ENOMEM;
+		goto rollback;
 	}
 	o = &a->objs[a->nobjs];
 	o->path = strdup(path);
@@ -433,15 +420,8 @@ static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
 {
 	struct attached_obj *o;
 
-	if (a->nobjs == a->objs_cap) {
-		size_t cap = a->objs_cap ? a->objs_cap * 2 : 16;
-		struct attached_obj *v = realloc(a->objs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		a->objs = v;
-		a->objs_cap = cap;
-	}
+	if (VEC_RESERVE(a->objs, a->objs_cap, a->nobjs + 1))
+		return NULL;
 	o = &a->objs[a->nobjs];
 	o->path = strdup(path);
 	if (!o->path)

@@ -20,13 +20,14 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "fleet.h"
 #include "clock.h"
+#include "fleet.h"
 #include "log.h"
 #include "proc_maps.h"
 #include "query_maps.h"
 #include "query_provider.h"
 #include "session.h"
+#include "vec.h"
 
 void fleet__init(struct fleet *f, struct query_provider *qp,
 		 struct session *ss, double keep_s)
@@ -113,15 +114,8 @@ static struct fleet_proc *proc_get(struct fleet *f, uint32_t pid)
 
 	if (p)
 		return p;
-	if (f->nprocs == f->procs_cap) {
-		size_t cap = f->procs_cap ? 2 * f->procs_cap : 16;
-		struct fleet_proc *v = realloc(f->procs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		f->procs = v;
-		f->procs_cap = cap;
-	}
+	if (VEC_RESERVE(f->procs, f->procs_cap, f->nprocs + 1))
+		return NULL;
 	p = &f->procs[f->nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
@@ -189,15 +183,8 @@ static int fold_old(struct fleet *f, uint64_t now)
 		 * the read.) */
 		if (p->alive || !p->evicted || p->dead_ns + f->keep_ns > now)
 			continue;
-		if (f->nfolded == f->folded_cap) {
-			size_t cap = f->folded_cap ? 2 * f->folded_cap : 16;
-			uint32_t *v = realloc(f->folded, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			f->folded = v;
-			f->folded_cap = cap;
-		}
+		if (VEC_RESERVE(f->folded, f->folded_cap, f->nfolded + 1))
+			return -ENOMEM;
 		f->folded[f->nfolded++] = p->pid;	/* procs are sorted */
 	}
 	if (!f->nfolded)

@@ -33,13 +33,14 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "parse.h"
 #include "elf_notes.h"
 #include "latency.skel.h"
 #include "latency_provider.h"
 #include "log.h"
+#include "parse.h"
 #include "privileges.h"
 #include "proc_maps.h"
+#include "vec.h"
 
 _Static_assert(sizeof(struct sp_lat_name_key) == 16, "sp_lat_name_key layout");
 _Static_assert(sizeof(struct sp_lat_pending_key) == 16,
@@ -278,15 +279,8 @@ static bool usdt_done(const struct latency_provider *lp, pid_t pid,
 static int usdt_remember(struct latency_provider *lp, pid_t pid,
 			 const struct stat *st, int ep)
 {
-	if (lp->nobjs == lp->objs_cap) {
-		size_t cap = lp->objs_cap ? lp->objs_cap * 2 : 16;
-		struct lat_usdt_obj *v = realloc(lp->objs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		lp->objs = v;
-		lp->objs_cap = cap;
-	}
+	if (VEC_RESERVE(lp->objs, lp->objs_cap, lp->nobjs + 1))
+		return -ENOMEM;
 	lp->objs[lp->nobjs++] = (struct lat_usdt_obj){
 		.pid = pid, .dev = st->st_dev, .ino = st->st_ino, .endpoint = ep,
 	};
@@ -295,15 +289,8 @@ static int usdt_remember(struct latency_provider *lp, pid_t pid,
 
 static int push_link(struct latency_provider *lp, struct bpf_link *link)
 {
-	if (lp->nlinks == lp->links_cap) {
-		size_t cap = lp->links_cap ? lp->links_cap * 2 : 16;
-		struct bpf_link **v = realloc(lp->links, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		lp->links = v;
-		lp->links_cap = cap;
-	}
+	if (VEC_RESERVE(lp->links, lp->links_cap, lp->nlinks + 1))
+		return -ENOMEM;
 	lp->links[lp->nlinks++] = link;
 	return 0;
 }

@@ -28,6 +28,7 @@
 #include "mem_provider.h"
 #include "privileges.h"
 #include "proc_maps.h"
+#include "vec.h"
 
 _Static_assert(sizeof(struct sp_mem_key) == 24, "sp_mem_key layout");
 _Static_assert(offsetof(struct sp_mem_key, src) == 16, "sp_mem_key layout");
@@ -136,15 +137,8 @@ static int mp_load(void *ctx, const struct session_opts *o)
 
 static int push_link(struct mem_provider *mp, struct bpf_link *l)
 {
-	if (mp->nlinks == mp->links_cap) {
-		size_t cap = mp->links_cap ? mp->links_cap * 2 : 32;
-		struct bpf_link **v = realloc(mp->links, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		mp->links = v;
-		mp->links_cap = cap;
-	}
+	if (VEC_RESERVE(mp->links, mp->links_cap, mp->nlinks + 1))
+		return -ENOMEM;
 	mp->links[mp->nlinks++] = l;
 	return 0;
 }

@@ -32,6 +32,7 @@
 #include "mem_report.h"
 #include "output.h"
 #include "summary.h"
+#include "vec.h"
 
 /* How long a writer waits for another writer's transaction. */
 #define HISTORY_BUSY_MS 30000
@@ -1074,8 +1075,9 @@ void history_points__free(struct history_point *v, unsigned int n)
 int history_db__list(struct history_db *h, const char *label,
 		     struct history_entry **out, unsigned int *n)
 {
-	struct history_entry *v = NULL, *nv;
-	unsigned int cnt = 0, cap = 0;
+	struct history_entry *v = NULL;
+	unsigned int cnt = 0;
+	size_t cap = 0;
 	sqlite3_stmt *st = NULL;
 	int rc, err = 0;
 
@@ -1091,14 +1093,9 @@ int history_db__list(struct history_db *h, const char *label,
 	while (rc == SQLITE_OK && !err &&
 	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		rc = SQLITE_OK;
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			v = nv;
+		if (VEC_RESERVE(v, cap, (size_t)cnt + 1)) {
+			err = -ENOMEM;
+			break;
 		}
 		err = read_run(st, &v[cnt].run);
 		if (err)
@@ -1127,8 +1124,9 @@ int history_db__query(struct history_db *h, const char *label,
 		      const char *query, struct history_point **out,
 		      unsigned int *n)
 {
-	struct history_point *v = NULL, *nv;
-	unsigned int cnt = 0, cap = 0;
+	struct history_point *v = NULL;
+	unsigned int cnt = 0;
+	size_t cap = 0;
 	sqlite3_stmt *st = NULL;
 	int rc, err = 0;
 
@@ -1147,14 +1145,9 @@ int history_db__query(struct history_db *h, const char *label,
 	while (rc == SQLITE_OK && !err &&
 	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		rc = SQLITE_OK;
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			v = nv;
+		if (VEC_RESERVE(v, cap, (size_t)cnt + 1)) {
+			err = -ENOMEM;
+			break;
 		}
 		err = read_run(st, &v[cnt].run);
 		if (err)
