@@ -8,7 +8,7 @@
  * overwrite files or follow symlinks.
  *
  * The helpers that build and take apart files (b_header, b_chunk,
- * walk_chunks) follow docs/format.md, not the code under test, so they
+ * walk_chunks) follow docs/trace-file.md, not the code under test, so they
  * check the specification too.
  *
  *   test_trace_format [GOLDEN]           GOLDEN: tests/golden/v1_0.spt
@@ -115,7 +115,7 @@ static uint32_t crc(const uint8_t *p, size_t n)
 	return (uint32_t)crc32(0, p, (uInt)n);
 }
 
-/* A v1 header per docs/format.md, with `extra` unknown bytes before the CRC
+/* A v1 header per docs/trace-file.md, with `extra` unknown bytes before the CRC
  * (what a newer minor version may add). */
 static void b_header(struct bytes *b, uint16_t minor, size_t extra)
 {
@@ -142,7 +142,7 @@ static void b_header(struct bytes *b, uint16_t minor, size_t extra)
 	b_le(b, crc(b->p + start, b->len - start), 4);
 }
 
-/* A frame per docs/format.md around stored bytes as they are. */
+/* A frame per docs/trace-file.md around stored bytes as they are. */
 static void b_frame(struct bytes *b, uint8_t type, uint8_t enc, uint32_t seq,
 		    const uint8_t *stored, size_t len, uint32_t raw_len)
 {
@@ -227,7 +227,7 @@ struct chunk_info {
 	uint32_t first_id, nids;	/* STRINGS: ids it defines */
 };
 
-/* The chunks of a well-formed file, by walking frames (docs/format.md). */
+/* The chunks of a well-formed file, by walking frames (docs/trace-file.md). */
 static size_t walk_chunks(const struct bytes *b, struct chunk_info *ci,
 			  size_t max)
 {

@@ -1,60 +1,30 @@
 // SPDX-License-Identifier: MIT
 /*
  * `sptrace record -p PID|-- CMD -o FILE`: every probe event of the session
- * streams from the BPF ring buffer into a trace file (trace_format.c).
- * The kernel still aggregates, with the very same timestamps, so
- * `--summary FILE` can write the live summary of the same run, and
- * `sptrace summarize` of the trace must agree with it.
- *
- * Names arrive as addresses in the target; each (pid, address) is resolved
- * to a string once (address-space snapshots, see addr_space.c) and interned
- * in the trace's string table.
+ * into a trace file (the recorder, live/recorder.c). `--summary FILE`
+ * writes the live summary of the same run, which `sptrace summarize` of
+ * the trace must agree with; --db stores the run as the trace holds it.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <bpf/libbpf.h>
 #include <sptrace/record_abi.h>
 #include "cli.h"
 #include "clock.h"
 #include "commands.h"
 #include "history_db.h"
 #include "log.h"
-#include "parse.h"
 #include "output.h"
-#include <sptrace/query_abi.h>
-#include "query.skel.h"
-#include "query_maps.h"
+#include "parse.h"
 #include "query_provider.h"
-#include "summary_writer.h"
+#include "recorder.h"
 #include "session.h"
 #include "summary.h"
+#include "summary_writer.h"
 #include "trace_format.h"
 #include "trace_summary.h"
-
-struct name_key {
-	uint64_t addr;
-	uint32_t pid;
-	uint32_t id;		/* string id, or FILTERED */
-	bool used;
-};
-
-#define FILTERED UINT32_MAX
-
-struct recorder {
-	struct session ss;
-	struct query_provider qp;
-	struct trace_writer *w;
-	struct ring_buffer *rb;
-	struct name_key *names;	/* open addressing by (pid, addr) */
-	uint32_t nnames, cap;
-	char **only;		/* --only: names to keep, NULL-terminated */
-	uint64_t filtered;
-	uint64_t last_flush_ns;
-	int err;		/* first writer error */
-};
 
 struct record_env {
 	struct session_opts so;
@@ -201,155 +171,6 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 	return session_opts__check(&env->so);
 }
 
-static char **split_names(char *arg)
-{
-	char **v, *tok, *save = NULL;
-	size_t n = 0;
-
-	v = calloc(strlen(arg) / 2 + 2, sizeof(*v));
-	if (!v)
-		return NULL;
-	for (tok = strtok_r(arg, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save))
-		v[n++] = tok;
-	return v;
-}
-
-static bool kept(const struct recorder *rec, const char *name)
-{
-	char *const *p;
-
-	if (!rec->only)
-		return true;
-	for (p = rec->only; *p; p++)
-		if (!strcmp(*p, name))
-			return true;
-	return false;
-}
-
-static uint32_t name_hash(uint32_t pid, uint64_t addr)
-{
-	uint64_t h = (addr ^ ((uint64_t)pid << 47)) * 0x9e3779b97f4a7c15ull;
-
-	return (uint32_t)(h >> 32);
-}
-
-static int grow_names(struct recorder *rec)
-{
-	uint32_t cap = rec->cap ? rec->cap * 2 : 1024, i, j;
-	struct name_key *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < rec->cap; i++) {
-		if (!rec->names[i].used)
-			continue;
-		for (j = name_hash(rec->names[i].pid, rec->names[i].addr) &
-			 (cap - 1);
-		     v[j].used; j = (j + 1) & (cap - 1))
-			;
-		v[j] = rec->names[i];
-	}
-	free(rec->names);
-	rec->names = v;
-	rec->cap = cap;
-	return 0;
-}
-
-/* The string id of the name at `addr` in `pid`, resolved once. */
-static int name_id(struct recorder *rec, uint32_t pid, uint64_t addr,
-		   uint32_t *id)
-{
-	char buf[SP_NAME_LEN];
-	struct name_key *k;
-	uint32_t j;
-	int err;
-
-	if (rec->cap) {
-		for (j = name_hash(pid, addr) & (rec->cap - 1);
-		     rec->names[j].used; j = (j + 1) & (rec->cap - 1)) {
-			k = &rec->names[j];
-			if (k->pid == pid && k->addr == addr) {
-				*id = k->id;
-				return 0;
-			}
-		}
-	}
-	if ((rec->nnames + 1) * 2 > rec->cap && (err = grow_names(rec)))
-		return err;
-	/* --func and --query rows are tagged: their names are in tables. */
-	err = addr ? query_provider__tag_name(&rec->qp, addr, buf, sizeof(buf))
-		   : 0;
-	if (!addr)
-		buf[0] = 0;
-	else if (err == -ENOENT)
-		snprintf(buf, sizeof(buf), "<unknown name 0x%llx>",
-			 (unsigned long long)addr);
-	else if (err && addr_spaces__read_str(&rec->ss.spaces, (pid_t)pid,
-					      addr, buf, sizeof(buf)))
-		snprintf(buf, sizeof(buf), "<unreadable name 0x%llx in pid %u>",
-			 (unsigned long long)addr, pid);
-	if (!kept(rec, buf)) {
-		*id = FILTERED;
-	} else {
-		err = trace_writer__string(rec->w, buf, id);
-		if (err)
-			return err;
-	}
-	for (j = name_hash(pid, addr) & (rec->cap - 1); rec->names[j].used;
-	     j = (j + 1) & (rec->cap - 1))
-		;
-	rec->names[j] = (struct name_key){ .addr = addr, .pid = pid,
-					   .id = *id, .used = true };
-	rec->nnames++;
-	return 0;
-}
-
-static int on_event(void *ctx, void *data, size_t size)
-{
-	const struct sp_rec_event *e = data;
-	struct recorder *rec = ctx;
-	struct trace_event ev;
-	int err;
-
-	if (size < sizeof(*e) || rec->err)
-		return 0;
-	memset(&ev, 0, sizeof(ev));
-	ev.ts_ns = e->ts_ns;
-	ev.pid = e->pid;
-	ev.tid = e->tid;
-	ev.kind = (uint16_t)e->kind;
-	ev.arg1 = e->arg1;
-	ev.arg2 = e->arg2;
-	err = name_id(rec, e->pid, e->name, &ev.name_id);
-	if (!err && ev.name_id == FILTERED && e->kind != SP_EV_THREAD_EXIT) {
-		rec->filtered++;
-		return 0;
-	}
-	if (!err)
-		err = trace_writer__event(rec->w, &ev);
-	if (err)
-		rec->err = err;
-	return 0;
-}
-
-/* From the wait loop: drain the ring buffer; end a chunk every second so
- * a crash loses at most about a second of events. */
-static int drain(void *ctx)
-{
-	struct recorder *rec = ctx;
-	int n = ring_buffer__consume(rec->rb);
-
-	if (n < 0 && !rec->err)
-		rec->err = n;
-	if (!rec->err && now_ns() - rec->last_flush_ns >= 1000000000ull) {
-		rec->err = trace_writer__flush(rec->w);
-		rec->last_flush_ns = now_ns();
-	}
-	if (rec->err)
-		sp_err("cannot record events: %s", strerror(-rec->err));
-	return rec->err;
-}
 
 static void fill_header(struct trace_header *h, const struct record_env *env,
 			char *cmdline, size_t len)
@@ -409,62 +230,46 @@ static int store_recorded(struct history_db *db, const struct record_env *env,
 int cmd_record(int argc, char **argv)
 {
 	struct record_env env = { 0 };
-	struct recorder rec = { 0 };
-	struct session_provider p;
+	struct recorder rec;
+	struct trace_writer *w;
 	struct history_db *db = NULL;
 	struct trace_header h;
 	char cmdline[4096];
-	uint64_t lost = 0;
+	uint64_t lost;
 	int err, status;
 
 	if (parse_args(argc, argv, &env) ||
 	    output__precheck(env.output, env.force) ||
 	    output__precheck(env.summary, env.force) ||
-	    (env.dbo.db && history_db__open(env.dbo.db, true, &db)) ||
-	    (env.only_arg && !(rec.only = split_names(env.only_arg)))) {
+	    (env.dbo.db && history_db__open(env.dbo.db, true, &db))) {
 		history_db__close(db);
 		session_opts__free(&env.so);
 		return 1;
 	}
 	fill_header(&h, &env, cmdline, sizeof(cmdline));
-	err = trace_writer__open(env.output, env.force, &h, &rec.w);
+	err = trace_writer__open(env.output, env.force, &h, &w);
 	if (err) {
 		sp_err("%s: cannot create: %s", env.output, strerror(-err));
 		history_db__close(db);
-		free(rec.only);
 		session_opts__free(&env.so);
 		return 1;
 	}
-	session__init(&rec.ss, &env.so);
-	query_provider__init(&rec.qp, &p);
-	err = session__add(&rec.ss, &p);
+	err = recorder__init(&rec, &env.so, w, env.only_arg);
 	if (!err)
-		err = session__start(&rec.ss);
-	if (!err) {
-		rec.rb = ring_buffer__new(bpf_map__fd(rec.qp.skel->maps.events),
-					  on_event, &rec, NULL);
-		if (!rec.rb) {
-			err = -errno;
-			sp_err("cannot open the ring buffer: %s", strerror(-err));
-		}
-	}
-	if (!err) {
-		rec.last_flush_ns = now_ns();
-		err = session__run(&rec.ss, ring_buffer__epoll_fd(rec.rb),
-				   drain, &rec);
-	}
+		err = recorder__run(&rec);
 	if (!err && (rec.ss.launched || env.so.nbinaries))
 		err = query_provider__check(&rec.qp, env.so.cmd ? env.so.cmd[0]
 							       : env.so.binaries[0]);
 	if (!err && env.summary)
 		err = write_live_summary(&rec, env.summary);
 	/* The ring buffer's losses, summed over CPUs, go in the footer. */
-	if (rec.qp.skel && !query_maps__lost(rec.qp.skel, &lost) && lost)
+	lost = recorder__lost(&rec);
+	if (lost)
 		sp_warn("%llu events lost: the ring buffer was full (raise --ringbuf-size)",
 			(unsigned long long)lost);
 	/* Whatever happened, close the file properly: what was recorded is
 	 * kept, with its footer. */
-	if (trace_writer__close(rec.w, lost) && !err) {
+	if (trace_writer__close(w, lost) && !err) {
 		sp_err("%s: cannot finish the trace file", env.output);
 		err = -EIO;
 	}
@@ -474,11 +279,8 @@ int cmd_record(int argc, char **argv)
 	if (!err && db && store_recorded(db, &env, &rec.ss, &h))
 		err = -EIO;
 	history_db__close(db);
-	ring_buffer__free(rec.rb);
-	session__destroy(&rec.ss);
+	recorder__destroy(&rec);
 	status = session__exit_status(&rec.ss, err);
-	free(rec.names);
-	free(rec.only);
 	session_opts__free(&env.so);
 	return status;
 }

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "commands.h"
-#include "fleet.h"
+#include "exited_rows.h"
 #include "log.h"
 #include "parse.h"
 #include "mem_provider.h"
@@ -47,7 +47,7 @@ struct serve {
 	struct mem_provider mp;
 	bool mem;
 	unsigned int top;
-	struct fleet fleet;
+	struct exited_rows rows;
 	struct serve_http srv;
 	struct serve_body *cache[2];	/* [openmetrics] */
 	uint64_t cache_ns[2];
@@ -196,7 +196,7 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 
 	summary__init(&s);
 	mem_report__init(&mr);
-	err = fleet__read(&sv->fleet, &s);
+	err = exited_rows__read(&sv->rows, &s);
 	if (!err && sv->top) {
 		/* --top: the scrape's rows, the rest folded exactly. */
 		summary__init(&top);
@@ -211,11 +211,11 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 	sv->read_s = (double)(sv->last_read_ns - t0) / 1e9;
 	if (err)
 		goto cleanup;
-	procs = calloc(sv->fleet.nprocs + 2, sizeof(*procs));
+	procs = calloc(sv->rows.nprocs + 2, sizeof(*procs));
 	if (!procs)
 		goto cleanup;
-	for (i = 0; i < sv->fleet.nprocs; i++) {
-		const struct fleet_proc *p = &sv->fleet.procs[i];
+	for (i = 0; i < sv->rows.nprocs; i++) {
+		const struct tracked_proc *p = &sv->rows.procs[i];
 
 		snprintf(pid, sizeof(pid), "%u", p->pid);
 		if (!p->pid)
@@ -231,9 +231,9 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 					  .binary = "" };
 	qsort(procs, n, sizeof(*procs), proc_cmp);
 	h.attached_probes = sv->ss.sites;
-	h.targets_alive = fleet__alive(&sv->fleet);
-	h.evicted_rows = sv->fleet.evicted_rows;
-	h.exited_processes = sv->fleet.exited;
+	h.targets_alive = exited_rows__alive(&sv->rows);
+	h.evicted_rows = sv->rows.evicted_rows;
+	h.exited_processes = sv->rows.exited;
 	h.http_dropped = sv->srv.dropped;
 	h.http_rejected = sv->srv.rejected;
 	h.self_rss_bytes = rss_of("self");
@@ -291,13 +291,13 @@ static int serve_poll(void *ctx)
 	struct serve *sv = ctx;
 
 	serve_http__poll(&sv->srv);
-	fleet__poll(&sv->fleet);
+	exited_rows__poll(&sv->rows);
 	if (now_ns() - sv->last_read_ns > SERVE_HOUSEKEEP_NS) {
 		struct summary s;
 
 		/* Evicts the rows of exited processes without a scrape. */
 		summary__init(&s);
-		fleet__read(&sv->fleet, &s);
+		exited_rows__read(&sv->rows, &s);
 		sv->last_read_ns = now_ns();
 		summary__free(&s);
 	}
@@ -348,11 +348,11 @@ int cmd_serve(int argc, char **argv)
 			sv->srv.addr);
 	session__init(&sv->ss, &env.so);
 	query_provider__init(&sv->qp, &p);
-	fleet__init(&sv->fleet, &sv->qp, &sv->ss, env.keep_exited_s);
+	exited_rows__init(&sv->rows, &sv->qp, &sv->ss, env.keep_exited_s);
 	err = session__add(&sv->ss, &p);
 	sv->mem = env.mem;
 	sv->top = env.top;
-	sv->fleet.keep_spaces = env.mem;
+	sv->rows.keep_spaces = env.mem;
 	if (!err && env.mem) {
 		mem_provider__init(&sv->mp, &mo, &mem_p);
 		err = session__add(&sv->ss, &mem_p);
@@ -370,7 +370,7 @@ int cmd_serve(int argc, char **argv)
 	serve_http__close(&sv->srv);
 	serve_body__put(sv->cache[0]);
 	serve_body__put(sv->cache[1]);
-	fleet__free(&sv->fleet);
+	exited_rows__free(&sv->rows);
 	session__destroy(&sv->ss);
 	if (err)
 		status = session__exit_status(&sv->ss, err);

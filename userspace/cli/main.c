@@ -21,6 +21,30 @@ struct command {
 
 static int cmd_help(int argc, char **argv);
 
+#ifndef SPTRACE_BPF
+/* Built with -Dbpf=false: the live commands are named, and refused. */
+static int cmd_no_bpf(int argc, char **argv)
+{
+	static const char *const live[] = { "record", "mem", "latency",
+					    "serve" };
+	const char *name = "trace";	/* sptrace -p PID, sptrace -- CMD */
+	size_t i;
+
+	(void)argc;
+	for (i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+		if (!strcmp(argv[0], live[i]))
+			name = live[i];
+	sp_err("%s: this sptrace was built without BPF (meson setup -Dbpf=true, with clang and bpftool)",
+	       name);
+	return 1;
+}
+#define cmd_trace cmd_no_bpf
+#define cmd_record cmd_no_bpf
+#define cmd_mem cmd_no_bpf
+#define cmd_latency cmd_no_bpf
+#define cmd_serve cmd_no_bpf
+#endif
+
 static const struct command commands[] = {
 	{ "trace", cmd_trace, "trace running processes or a command (default)" },
 	{ "record", cmd_record, "record every probe event into a trace file" },

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "fleet.h"
+#include "exited_rows.h"
 #include "interval.h"
 #include "clock.h"
 #include "log.h"
@@ -65,7 +65,7 @@ static int copy_summary(struct summary *dst, const struct summary *src,
 	for (i = 0; !err && i < src->nrows; i++) {
 		const struct sp_query_row *r = &src->rows[i];
 
-		err = fleet__add_row(dst, r, in_set(folded, nfolded, r->pid) ?
+		err = exited_rows__add_row(dst, r, in_set(folded, nfolded, r->pid) ?
 						     0 : r->pid);
 	}
 	memcpy(dst->errors, src->errors, sizeof(dst->errors));
@@ -195,7 +195,7 @@ int interval__delta(struct interval *iv, const struct summary *cur,
 
 struct ticker {
 	const struct interval_opts *io;
-	struct fleet fleet;
+	struct exited_rows rows;
 	struct interval iv;
 	FILE *out;
 	uint64_t next_ns;		/* CLOCK_MONOTONIC */
@@ -226,9 +226,9 @@ static int json_meta(FILE *out, void *ctx)
 	jsonw__bool(&w, t->io->cumulative);
 	jsonw__name(&w, "final");
 	jsonw__bool(&w, m->final);
-	jsonw__u64_field(&w, "evicted_rows", t->fleet.evicted_rows);
-	jsonw__u64_field(&w, "exited_processes", t->fleet.exited);
-	jsonw__u64_field(&w, "targets_alive", fleet__alive(&t->fleet));
+	jsonw__u64_field(&w, "evicted_rows", t->rows.evicted_rows);
+	jsonw__u64_field(&w, "exited_processes", t->rows.exited);
+	jsonw__u64_field(&w, "targets_alive", exited_rows__alive(&t->rows));
 	return ferror(out) || w.overflow || w.depth != w.base ? -EIO : 0;
 }
 
@@ -275,16 +275,16 @@ static int tick(struct ticker *t, bool final)
 	summary__init(&cur);
 	summary__init(&delta);
 	summary__init(&show);
-	err = fleet__read(&t->fleet, &cur);
+	err = exited_rows__read(&t->rows, &cur);
 	if (!err && !io->cumulative)
-		err = interval__delta(&t->iv, &cur, t->fleet.folded,
-				      t->fleet.nfolded, &delta);
+		err = interval__delta(&t->iv, &cur, t->rows.folded,
+				      t->rows.nfolded, &delta);
 	if (err)
 		goto cleanup;
 	src = io->cumulative ? &cur : &delta;
 	show.per_pid = io->per_pid;
 	for (unsigned int i = 0; !err && i < src->nrows; i++)
-		err = fleet__add_row(&show, &src->rows[i], src->rows[i].pid);
+		err = exited_rows__add_row(&show, &src->rows[i], src->rows[i].pid);
 	if (err)
 		goto cleanup;
 	memcpy(show.errors, src->errors, sizeof(show.errors));
@@ -326,7 +326,7 @@ static int ticker_poll(void *ctx)
 	uint64_t now = now_ns(), step = (uint64_t)(t->io->seconds * 1e9);
 	int err;
 
-	err = fleet__poll(&t->fleet);
+	err = exited_rows__poll(&t->rows);
 	if (err)
 		return err;
 	if (now < t->next_ns)
@@ -347,7 +347,7 @@ int interval__run(struct session *ss, struct query_provider *qp,
 	if (err)
 		return err;
 	/* Rows of exited processes keep their pid a while in --per-pid. */
-	fleet__init(&t.fleet, qp, ss, io->per_pid ? 60 : 0);
+	exited_rows__init(&t.rows, qp, ss, io->per_pid ? 60 : 0);
 	interval__init(&t.iv);
 	t.next_ns = ss->start_ns + (uint64_t)(io->seconds * 1e9);
 	err = session__run(ss, -1, ticker_poll, &t);
@@ -355,7 +355,7 @@ int interval__run(struct session *ss, struct query_provider *qp,
 	if (!err)
 		err = tick(&t, true);
 	err2 = output__close(t.out, io->output);
-	fleet__free(&t.fleet);
+	exited_rows__free(&t.rows);
 	interval__free(&t.iv);
 	return err ? err : err2;
 }

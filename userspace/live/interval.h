@@ -20,7 +20,7 @@ void interval__free(struct interval *iv);
 /*
  * Fills `out` (initialised, empty; made per pid) with cur - prev, then
  * takes `cur` as the new prev (copied). Rows whose pid is in `folded`
- * (sorted; see struct fleet) were moved to pid 0 in `cur`, and are moved
+ * (sorted; see struct exited_rows) were moved to pid 0 in `cur`, and are moved
  * the same way in prev first. Counts, times and histogram buckets
  * subtract exactly. min/max: exact when the interval set a new extreme,
  * else the bound of the lowest/highest bucket of the interval's histogram

@@ -5,9 +5,7 @@
  * 1.x, the limits both sides hold to, and the byte-level codec. The public
  * API is trace_format.h; docs/trace-file.md specifies the bytes.
  *
- * The .spt trace file: the writer `sptrace record` uses and the reader every
- * other command uses. docs/format.md specifies the bytes; this comment says
- * why they are laid out the way they are.
+ * Why the bytes are laid out the way they are:
  *
  * A recording must survive the recorder being killed or the disk filling up.
  * So the file is a header followed by self-contained chunks, each framed by

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The sptrace trace file (.spt): one library to write and read it, used by
- * every command (record, summarize, diff, export). docs/format.md is the
+ * every command (record, summarize, diff, export). docs/trace-file.md is the
  * specification; this header is its API.
  */
 #ifndef SPTRACE_TRACE_FORMAT_H

@@ -499,7 +499,7 @@ static int write_footer(struct trace_writer *w, uint64_t lost)
 			  FOOTER_SIZE);
 }
 
-/* The header bytes for h (docs/format.md, "Header"). Command line and
+/* The header bytes for h (docs/trace-file.md, "Header"). Command line and
  * version longer than STRING_MAX bytes are cut there. */
 static uint8_t *build_header(const struct trace_header *h, size_t *lenp)
 {

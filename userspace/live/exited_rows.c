@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Repeated reads of a running session with bounded memory (fleet.h).
+ * Repeated reads of a running session with bounded memory (exited_rows.h).
  *
  * A process that exited can add nothing more, so its kernel rows are final:
  * they are copied into the accumulator and deleted from the maps (the
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "clock.h"
-#include "fleet.h"
+#include "exited_rows.h"
 #include "log.h"
 #include "proc_maps.h"
 #include "query_maps.h"
@@ -29,7 +29,7 @@
 #include "session.h"
 #include "vec.h"
 
-void fleet__init(struct fleet *f, struct query_provider *qp,
+void exited_rows__init(struct exited_rows *f, struct query_provider *qp,
 		 struct session *ss, double keep_s)
 {
 	memset(f, 0, sizeof(*f));
@@ -40,7 +40,7 @@ void fleet__init(struct fleet *f, struct query_provider *qp,
 	f->acc.per_pid = true;
 }
 
-void fleet__free(struct fleet *f)
+void exited_rows__free(struct exited_rows *f)
 {
 	size_t i;
 
@@ -66,20 +66,20 @@ static uint64_t proc_start(uint32_t pid)
 
 static int proc_cmp(const void *a, const void *b)
 {
-	const struct fleet_proc *x = a, *y = b;
+	const struct tracked_proc *x = a, *y = b;
 
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-const struct fleet_proc *fleet__proc(const struct fleet *f, uint32_t pid)
+const struct tracked_proc *exited_rows__proc(const struct exited_rows *f, uint32_t pid)
 {
-	struct fleet_proc key = { .pid = pid };
+	struct tracked_proc key = { .pid = pid };
 
 	return f->nprocs ? bsearch(&key, f->procs, f->nprocs,
 				   sizeof(key), proc_cmp) : NULL;
 }
 
-size_t fleet__alive(const struct fleet *f)
+size_t exited_rows__alive(const struct exited_rows *f)
 {
 	size_t i, n = 0;
 
@@ -89,7 +89,7 @@ size_t fleet__alive(const struct fleet *f)
 }
 
 /* Labels are read once, when a process is first seen. */
-static void proc_labels(struct fleet_proc *p)
+static void proc_labels(struct tracked_proc *p)
 {
 	char path[64], buf[4096];
 	ssize_t n;
@@ -108,9 +108,9 @@ static void proc_labels(struct fleet_proc *p)
 	p->exe = strdup(buf);
 }
 
-static struct fleet_proc *proc_get(struct fleet *f, uint32_t pid)
+static struct tracked_proc *proc_get(struct exited_rows *f, uint32_t pid)
 {
-	struct fleet_proc *p = (struct fleet_proc *)fleet__proc(f, pid);
+	struct tracked_proc *p = (struct tracked_proc *)exited_rows__proc(f, pid);
 
 	if (p)
 		return p;
@@ -134,10 +134,10 @@ static struct fleet_proc *proc_get(struct fleet *f, uint32_t pid)
 	if (!p->alive)
 		f->exited++;
 	qsort(f->procs, f->nprocs, sizeof(*p), proc_cmp);
-	return (struct fleet_proc *)fleet__proc(f, pid);
+	return (struct tracked_proc *)exited_rows__proc(f, pid);
 }
 
-int fleet__add_row(struct summary *dst, const struct sp_query_row *r,
+int exited_rows__add_row(struct summary *dst, const struct sp_query_row *r,
 		   uint32_t pid)
 {
 	unsigned int i;
@@ -169,7 +169,7 @@ static bool in_set(const uint32_t *v, size_t n, uint32_t pid)
 
 /* Exited processes past keep_ns: their rows go under pid 0 and they are
  * forgotten. The pids are left in f->folded for interval.c. */
-static int fold_old(struct fleet *f, uint64_t now)
+static int fold_old(struct exited_rows *f, uint64_t now)
 {
 	struct summary acc;
 	size_t i, j;
@@ -177,7 +177,7 @@ static int fold_old(struct fleet *f, uint64_t now)
 
 	f->nfolded = 0;
 	for (i = 0; i < f->nprocs; i++) {
-		struct fleet_proc *p = &f->procs[i];
+		struct tracked_proc *p = &f->procs[i];
 
 		/* (dead_ns may be a little after `now`: seen gone during
 		 * the read.) */
@@ -194,7 +194,7 @@ static int fold_old(struct fleet *f, uint64_t now)
 	for (i = 0; !err && i < f->acc.nrows; i++) {
 		const struct sp_query_row *r = &f->acc.rows[i];
 
-		err = fleet__add_row(&acc, r, in_set(f->folded, f->nfolded,
+		err = exited_rows__add_row(&acc, r, in_set(f->folded, f->nfolded,
 						     r->pid) ? 0 : r->pid);
 	}
 	if (err) {
@@ -220,7 +220,7 @@ static int fold_old(struct fleet *f, uint64_t now)
  * 200 ms the processes whose executable is a -b file (one stat of
  * /proc/PID/exe each).
  */
-int fleet__poll(struct fleet *f)
+int exited_rows__poll(struct exited_rows *f)
 {
 	const struct session *ss = f->ss;
 	const struct session_opts *o = ss->o;
@@ -235,7 +235,7 @@ int fleet__poll(struct fleet *f)
 		return 0;
 	f->next_scan_ns = now + 200000000ull;
 	for (i = 0; i < o->npids; i++)
-		if (!fleet__proc(f, (uint32_t)o->pids[i]) &&
+		if (!exited_rows__proc(f, (uint32_t)o->pids[i]) &&
 		    !proc_get(f, (uint32_t)o->pids[i]))
 			return -ENOMEM;
 	/* Not a launched command: until it execs, its labels are ours. It
@@ -250,7 +250,7 @@ int fleet__poll(struct fleet *f)
 		unsigned long pid = strtoul(de->d_name, &end, 10);
 
 		if (!pid || *end || pid > UINT32_MAX ||
-		    fleet__proc(f, (uint32_t)pid))
+		    exited_rows__proc(f, (uint32_t)pid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%lu/exe", pid);
 		if (stat(path, &st))
@@ -268,7 +268,7 @@ int fleet__poll(struct fleet *f)
 	return 0;
 }
 
-int fleet__read(struct fleet *f, struct summary *out)
+int exited_rows__read(struct exited_rows *f, struct summary *out)
 {
 	uint64_t now = now_ns();
 	uint32_t *gone = NULL;
@@ -278,7 +278,7 @@ int fleet__read(struct fleet *f, struct summary *out)
 
 	/* Who is gone before the read: their rows are final in it. */
 	for (i = 0; i < f->nprocs; i++) {
-		struct fleet_proc *p = &f->procs[i];
+		struct tracked_proc *p = &f->procs[i];
 
 		if (p->alive && proc_start(p->pid) != p->start) {
 			p->alive = false;
@@ -311,7 +311,7 @@ int fleet__read(struct fleet *f, struct summary *out)
 	for (i = 0; !err && ngone && i < m.nrows; i++) {
 		const struct sp_query_row *r = &m.rows[i];
 
-		err = fleet__add_row(in_set(gone, ngone, r->pid) ? &f->acc : out,
+		err = exited_rows__add_row(in_set(gone, ngone, r->pid) ? &f->acc : out,
 				     r, r->pid);
 	}
 	if (!err && ngone && f->qp->skel) {
@@ -322,7 +322,7 @@ int fleet__read(struct fleet *f, struct summary *out)
 		f->evicted_rows += rows;
 	}
 	for (i = 0; i < ngone; i++) {
-		struct fleet_proc *p = (struct fleet_proc *)fleet__proc(f, gone[i]);
+		struct tracked_proc *p = (struct tracked_proc *)exited_rows__proc(f, gone[i]);
 
 		if (p)
 			p->evicted = true;
@@ -333,7 +333,7 @@ int fleet__read(struct fleet *f, struct summary *out)
 	if (!err)
 		err = fold_old(f, now);
 	for (i = 0; !err && i < f->acc.nrows; i++)
-		err = fleet__add_row(out, &f->acc.rows[i], f->acc.rows[i].pid);
+		err = exited_rows__add_row(out, &f->acc.rows[i], f->acc.rows[i].pid);
 	if (err == -ENOMEM)
 		sp_err("out of memory reading the BPF maps");
 	if (ngone) {

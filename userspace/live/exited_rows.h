@@ -5,8 +5,8 @@
  * of the kernel maps into a bounded userspace accumulator, and every
  * process seen gets its labels (comm, executable) once.
  */
-#ifndef SPTRACE_FLEET_H
-#define SPTRACE_FLEET_H
+#ifndef SPTRACE_EXITED_ROWS_H
+#define SPTRACE_EXITED_ROWS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +17,7 @@ struct query_provider;
 struct session;
 
 /* A process that has rows. */
-struct fleet_proc {
+struct tracked_proc {
 	uint32_t pid;
 	uint64_t start;		/* /proc/PID/stat starttime: tells reuse */
 	char comm[17];		/* "" if it exited before it was seen */
@@ -27,18 +27,18 @@ struct fleet_proc {
 	uint64_t dead_ns;	/* CLOCK_MONOTONIC when seen gone */
 };
 
-struct fleet {
+struct exited_rows {
 	struct query_provider *qp;
 	struct session *ss;		/* its snapshots of exited pids dropped */
 	/* Rows of exited processes (per pid), then, once `keep_ns` passed,
 	 * under pid 0: "every exited process". */
 	struct summary acc;
-	struct fleet_proc *procs;	/* sorted by pid */
+	struct tracked_proc *procs;	/* sorted by pid */
 	size_t nprocs, procs_cap;
 	uint64_t keep_ns;
 	uint64_t evicted_rows;		/* kernel rows moved to `acc` */
 	uint64_t exited;		/* processes seen exiting */
-	/* Pids whose rows the last fleet__read() moved to pid 0 (sorted). */
+	/* Pids whose rows the last exited_rows__read() moved to pid 0 (sorted). */
 	uint32_t *folded;
 	size_t nfolded, folded_cap;
 	uint64_t next_scan_ns;
@@ -48,9 +48,9 @@ struct fleet {
 };
 
 /* keep_s: how long an exited process keeps rows of its own. */
-void fleet__init(struct fleet *f, struct query_provider *qp,
+void exited_rows__init(struct exited_rows *f, struct query_provider *qp,
 		 struct session *ss, double keep_s);
-void fleet__free(struct fleet *f);
+void exited_rows__free(struct exited_rows *f);
 /*
  * The cumulative figures now into `out` (initialised, empty; made per
  * pid): the kernel's rows of live processes plus the accumulator; rows of
@@ -58,17 +58,17 @@ void fleet__free(struct fleet *f);
  * out->duration_ns is the time since counting began (or the session's
  * duration once it stopped). Not finished. 0 or -errno (reported).
  */
-int fleet__read(struct fleet *f, struct summary *out);
+int exited_rows__read(struct exited_rows *f, struct summary *out);
 /* Between reads (cheap, rate-limited): labels the targets started since,
  * so that one exiting before the next read keeps its labels. 0 or
  * -ENOMEM. */
-int fleet__poll(struct fleet *f);
+int exited_rows__poll(struct exited_rows *f);
 /* The process `pid`, or NULL. */
-const struct fleet_proc *fleet__proc(const struct fleet *f, uint32_t pid);
+const struct tracked_proc *exited_rows__proc(const struct exited_rows *f, uint32_t pid);
 /* Processes alive at the last read. */
-size_t fleet__alive(const struct fleet *f);
+size_t exited_rows__alive(const struct exited_rows *f);
 /* Adds row `r` (stats and histogram) to `dst` as process `pid`. */
-int fleet__add_row(struct summary *dst, const struct sp_query_row *r,
+int exited_rows__add_row(struct summary *dst, const struct sp_query_row *r,
 		   uint32_t pid);
 
-#endif /* SPTRACE_FLEET_H */
+#endif /* SPTRACE_EXITED_ROWS_H */
