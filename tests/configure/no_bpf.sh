@@ -37,14 +37,14 @@ done
 
 sp="$tmp/b/userspace/sptrace"
 golden="$src/tests/golden/v1_0.spt"
-"$sp" summarize "$golden" >"$tmp/out" || fail "summarize"
+"$sp" summarize "$golden" >"$tmp/out" 2>>"$tmp/cmd.err" || fail "summarize"
 grep -q . "$tmp/out" || fail "summarize printed nothing"
-"$sp" summarize -f json -o "$tmp/run.json" "$golden" || fail "summarize -f json"
-"$sp" diff "$golden" "$tmp/run.json" >/dev/null || fail "diff"
-"$sp" export --folded -o "$tmp/folded" "$golden" || fail "export"
+"$sp" summarize -f json -o "$tmp/run.json" "$golden" 2>>"$tmp/cmd.err" || fail "summarize -f json"
+"$sp" diff "$golden" "$tmp/run.json" >/dev/null 2>>"$tmp/cmd.err" || fail "diff"
+"$sp" export --folded -o "$tmp/folded" "$golden" 2>>"$tmp/cmd.err" || fail "export"
 "$sp" import --db "$tmp/h.db" "$golden" 2>/dev/null || fail "import"
-"$sp" history --db "$tmp/h.db" >/dev/null || fail "history"
-"$sp" report -o "$tmp/r.html" "$golden" || fail "report"
+"$sp" history --db "$tmp/h.db" >/dev/null 2>>"$tmp/cmd.err" || fail "history"
+"$sp" report -o "$tmp/r.html" "$golden" 2>>"$tmp/cmd.err" || fail "report"
 "$sp" list "$sp" >/dev/null 2>&1 || fail "list"
 
 for cmd in "record -o $tmp/x.spt -- true" "-- true" "mem -- true"; do

@@ -7,9 +7,10 @@
 #ifndef SPTRACE_REPLAY_H
 #define SPTRACE_REPLAY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sptrace/query_abi.h>
-#include "trace_format.h"
+#include "trace_event.h"
 
 /* An interval an END closed (or a cache hit, with total = self = 0). */
 struct replay_interval {

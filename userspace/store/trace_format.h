@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sptrace/record_abi.h>
+#include "trace_event.h"
 
 #define TRACE_MAX_PIDS 256
 
@@ -25,14 +26,6 @@ struct trace_header {
 	char *version;			/* sptrace version that wrote it */
 };
 
-/* One decoded event. Strings are referred to by id (trace string table). */
-struct trace_event {
-	uint64_t ts_ns;			/* CLOCK_MONOTONIC, absolute */
-	uint64_t arg1, arg2;		/* see enum sp_event_kind */
-	uint32_t pid, tid;
-	uint32_t name_id;		/* string id; names of queries/types/marks/threads */
-	uint16_t kind;			/* enum sp_event_kind */
-};
 
 struct trace_writer;
 struct trace_reader;
