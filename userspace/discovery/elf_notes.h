@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * discovery/ layer: ELF notes, USDT arguments, /proc maps, address
+ * spaces, symbols; uses common/ only (docs/architecture.md).
+ *
  * USDT discovery: reads the SystemTap v3 probe notes (.note.stapsdt) of one
  * ELF file and turns each into the file offsets a uprobe needs (probe
  * instruction, semaphore). Only 64-bit little-endian ELF executables and

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * live/ layer: sessions, providers, attaching, kernel map readers, the
+ * recorder; uses out/ and below, never cli/ (docs/architecture.md).
+ *
  * A tracing session, shared by `sptrace` (live table) and `sptrace record`:
  * load the query program, attach it to the targets (running processes or a
  * command it launches), count from one instant to another, detach.

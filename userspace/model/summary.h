@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * model/ layer: the summary, diff, memory report, replay; uses
+ * discovery/ and common/ only (docs/architecture.md).
+ *
  * The one in-memory summary every source feeds (live BPF maps now, recorded
  * traces later) and every writer (table, JSON, CSV) reads. Rows are keyed by
  * query name: rows of several processes or name pointers with the same

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * store/ layer: trace files, the history database, JSON summaries, run
+ * loading and storing; uses model/ and below (docs/architecture.md).
+ *
  * The sptrace trace file (.spt): one library to write and read it, used by
  * every command (record, summarize, diff, export). docs/trace-file.md is the
  * specification; this header is its API.
