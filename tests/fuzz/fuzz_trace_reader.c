@@ -27,7 +27,8 @@
  *   built from the golden file's payloads.
  *
  * Build (libclang-rt-14-dev):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I include -I userspace/store \
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I include \
+ *     -I userspace/store -I userspace/model -I userspace/common \
  *     userspace/store/trace_reader.c tests/fuzz/fuzz_trace_reader.c -lz
  * Run: tests/fuzz/run_fuzz.sh FUZZER tests/fuzz/corpus_trace SECONDS
  */

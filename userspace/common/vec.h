@@ -38,13 +38,14 @@ static inline int vec__reserve(void **v, size_t *cap, size_t need,
 }
 
 /* Room for n elements in the array `v` (any pointer lvalue) of capacity
- * `cap` (a size_t lvalue): 0 or -ENOMEM. */
-#define VEC_RESERVE(v, cap, n)                                                 \
+ * `cap` (a size_t lvalue), starting at `min` elements: 0 or -ENOMEM. */
+#define VEC_RESERVE_MIN(v, cap, n, min)                                        \
 	({                                                                     \
 		void *p_ = (v);                                                \
-		int e_ = vec__reserve(&p_, &(cap), (n), sizeof(*(v)), 8);      \
+		int e_ = vec__reserve(&p_, &(cap), (n), sizeof(*(v)), (min));  \
 		(v) = p_;                                                      \
 		e_;                                                            \
 	})
+#define VEC_RESERVE(v, cap, n) VEC_RESERVE_MIN(v, cap, n, 8)
 
 #endif /* SPTRACE_VEC_H */

@@ -21,6 +21,7 @@
 #include <zlib.h>
 #include "trace_codec.h"
 #include "trace_format.h"
+#include "vec.h"
 
 struct rthread {
 	uint32_t pid, tid;
@@ -50,7 +51,8 @@ struct trace_reader {
 	uint64_t ev_left, ev_index;
 	uint64_t prev_ts;
 	struct rthread *threads;
-	uint32_t nthreads, threads_cap;
+	uint32_t nthreads;
+	size_t threads_cap;
 	uint32_t chunk_seq;
 	uint64_t chunk_off;
 	uint64_t chunk_bad_names;
@@ -554,15 +556,8 @@ static int malformed(struct trace_reader *r, const char *why)
 
 static int add_thread(struct trace_reader *r, uint32_t pid, uint32_t tid)
 {
-	if (r->nthreads == r->threads_cap) {
-		uint32_t cap = r->threads_cap ? r->threads_cap * 2 : 16;
-		struct rthread *t = realloc(r->threads, cap * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		r->threads = t;
-		r->threads_cap = cap;
-	}
+	if (VEC_RESERVE(r->threads, r->threads_cap, (size_t)r->nthreads + 1))
+		return -ENOMEM;
 	r->threads[r->nthreads++] = (struct rthread){ pid, tid };
 	return 0;
 }

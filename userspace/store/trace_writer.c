@@ -19,6 +19,7 @@
 #include "output.h"
 #include "trace_codec.h"
 #include "trace_format.h"
+#include "vec.h"
 
 struct buf {
 	uint8_t *data;
@@ -64,20 +65,7 @@ struct trace_writer {
 
 static int buf_reserve(struct buf *b, size_t more)
 {
-	size_t cap;
-	uint8_t *p;
-
-	if (b->len + more <= b->cap)
-		return 0;
-	cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + more)
-		cap *= 2;
-	p = realloc(b->data, cap);
-	if (!p)
-		return -ENOMEM;
-	b->data = p;
-	b->cap = cap;
-	return 0;
+	return VEC_RESERVE_MIN(b->data, b->cap, b->len + more, 4096);
 }
 
 static int write_all(int fd, const uint8_t *p, size_t len)
@@ -287,18 +275,8 @@ static int shash_grow(struct trace_writer *w)
 
 static int strings_reserve(struct trace_writer *w, size_t len)
 {
-	if (w->arena_len + len > w->arena_cap) {
-		size_t cap = w->arena_cap ? w->arena_cap : 4096;
-		char *p;
-
-		while (cap < w->arena_len + len)
-			cap *= 2;
-		p = realloc(w->arena, cap);
-		if (!p)
-			return -ENOMEM;
-		w->arena = p;
-		w->arena_cap = cap;
-	}
+	if (VEC_RESERVE_MIN(w->arena, w->arena_cap, w->arena_len + len, 4096))
+		return -ENOMEM;
 	if (w->nstrings == w->strings_cap) {
 		uint32_t cap = w->strings_cap ? w->strings_cap * 2 : 256;
 		uint32_t *off = realloc(w->soff, cap * sizeof(*off));
