@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * common/ layer (bottom): logging, private files, numbers, clocks, the
- * growable array; uses nothing of sptrace (docs/architecture.md).
+ * growable array, text escaping; uses nothing of sptrace
+ * (docs/architecture.md).
  *
  * One place for what sptrace says to the user: errors are one line
  * "sptrace: <what>: <why> (<hint>)"; libbpf's own messages only with -v.

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * out/ layer: one writer per output format over the model; uses store/
+ * and below (docs/architecture.md).
+ *
  * Writing a finished summary in the format the user chose: the dispatcher
  * over the table, JSON and CSV writers (table.h, json_out.h, csv_out.h).
  * It writes nothing itself; no writer calls it or another writer.
