@@ -7,10 +7,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "text.h"
 #include "json_writer.h"
 #include "mem_report.h"
+#include "text.h"
 #include "text_table.h"
+#include "vec.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define DEFAULT_MAX_SITES 20
@@ -133,10 +134,9 @@ int mem_report__add_type(struct mem_report *r, const char *name,
 			return 0;
 		}
 	}
-	v = realloc(r->types, (r->ntypes + 1) * sizeof(*v));
-	if (!v)
+	if (VEC_RESERVE(r->types, r->types_cap, (size_t)r->ntypes + 1))
 		return -ENOMEM;
-	r->types = v;
+	v = r->types;
 	v[r->ntypes].name = strdup(name);
 	if (!v[r->ntypes].name)
 		return -ENOMEM;
@@ -159,10 +159,9 @@ int mem_report__add_thread(struct mem_report *r, uint32_t pid, uint32_t tid,
 			return 0;
 		}
 	}
-	v = realloc(r->threads, (r->nthreads + 1) * sizeof(*v));
-	if (!v)
+	if (VEC_RESERVE(r->threads, r->threads_cap, (size_t)r->nthreads + 1))
 		return -ENOMEM;
-	r->threads = v;
+	v = r->threads;
 	t = &v[r->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
@@ -206,12 +205,11 @@ int mem_report__add_site(struct mem_report *r, char **frames,
 			return 0;
 		}
 	}
-	v = realloc(r->sites, (r->nsites + 1) * sizeof(*v));
-	if (!v) {
+	if (VEC_RESERVE(r->sites, r->sites_cap, (size_t)r->nsites + 1)) {
 		free_frames(frames, nframes);
 		return -ENOMEM;
 	}
-	r->sites = v;
+	v = r->sites;
 	s = &v[r->nsites++];
 	*s = (struct mem_site_row){
 		.frames = frames, .nframes = nframes,

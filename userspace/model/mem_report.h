@@ -63,11 +63,14 @@ struct mem_report {
 	bool timeline_on;
 	struct mem_type_row *types;
 	unsigned int ntypes;
+	size_t types_cap;
 	struct mem_figures heap;
 	struct mem_thread_row *threads;
 	unsigned int nthreads;
+	size_t threads_cap;
 	struct mem_site_row *sites;
 	unsigned int nsites;
+	size_t sites_cap;
 	struct mem_timeline tl;
 	uint64_t errors[SP_MEM_ERR__MAX];
 	unsigned int max_sites;	/* table: sites printed (0: default) */
