@@ -8,7 +8,9 @@ The layers of userspace/ hold (docs/architecture.md): fails when
      (objects of the build: nm's defined and undefined symbols);
   3. files form a cycle, of includes between headers or of calls between
      .c files (a strongly connected component of more than one file);
-  4. a cmd_*.c is used by anything but main.c (its symbols, commands.h).
+  4. a cmd_*.c is used by anything but main.c (its symbols, commands.h);
+  5. an object of libsptrace_core (what unit tests link alone, and what
+     the build without BPF has) needs a symbol defined outside it.
 
   check_layers.py SOURCE_ROOT BUILD_ROOT
 
@@ -145,6 +147,9 @@ def nm(path, *args):
     return [line.split()[:2] for line in out.splitlines() if line.strip()]
 
 
+CORE_DIR = "libsptrace_core.a.p"
+
+
 def objects(build):
     """{userspace rel path: object file} of every userspace object built."""
     objs = {}
@@ -174,6 +179,11 @@ def check_calls(objs, errors, notes, used):
             graph.setdefault(rel, set()).add(target)
             upward(rel, target, "uses %s of %s" % (sym, target), errors,
                    used)
+            if (os.path.basename(os.path.dirname(objs[rel])) == CORE_DIR and
+                    os.path.basename(os.path.dirname(objs[target])) !=
+                    CORE_DIR):
+                errors.append("%s (in sptrace_core) uses %s of %s, which "
+                              "is not in sptrace_core" % (rel, sym, target))
             if (os.path.basename(target).startswith("cmd_") and
                     rel != "cli/main.c"):
                 errors.append("%s uses %s of %s: nothing but main.c calls "
@@ -216,7 +226,8 @@ def main():
     if errors:
         return 1
     print("ok: %d files, %d objects: no upward include or call, no cycle, "
-          "no command used as a library" % (len(files), len(objs)))
+          "no command used as a library, sptrace_core self-contained" %
+          (len(files), len(objs)))
     return 0
 
 
