@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "addr_space.h"
 #include "proc_maps.h"
+#include "vec.h"
 
 static void space_clear(struct addr_space *s)
 {
@@ -31,7 +32,7 @@ static void space_clear(struct addr_space *s)
 	free(s->maps);
 	s->files = NULL;
 	s->maps = NULL;
-	s->nfiles = s->nmaps = 0;
+	s->nfiles = s->nmaps = s->files_cap = s->maps_cap = 0;
 }
 
 static struct addr_space *space_get(struct addr_spaces *as, pid_t pid,
@@ -45,10 +46,9 @@ static struct addr_space *space_get(struct addr_spaces *as, pid_t pid,
 			return &as->v[i];
 	if (!create)
 		return NULL;
-	v = realloc(as->v, (as->n + 1) * sizeof(*v));
-	if (!v)
+	if (VEC_RESERVE(as->v, as->cap, as->n + 1))
 		return NULL;
-	as->v = v;
+	v = as->v;
 	memset(&v[as->n], 0, sizeof(v[0]));
 	v[as->n].pid = pid;
 	return &v[as->n++];
@@ -74,12 +74,11 @@ static int file_index(struct addr_space *s, const struct proc_mapping *m,
 	fd = open(link, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	v = realloc(s->files, (s->nfiles + 1) * sizeof(*v));
-	if (!v) {
+	if (VEC_RESERVE(s->files, s->files_cap, s->nfiles + 1)) {
 		close(fd);
 		return -ENOMEM;
 	}
-	s->files = v;
+	v = s->files;
 	v[s->nfiles].fd = fd;
 	v[s->nfiles].path = strdup(m->path);
 	if (!v[s->nfiles].path) {
@@ -124,7 +123,6 @@ int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
 	 * naming what it held while it was mapped. */
 	for (i = 0; i < pm.n; i++) {
 		const struct proc_mapping *m = &pm.v[i];
-		struct addr_map *v;
 		size_t idx = 0;
 
 		if (!m->path || m->path[0] != '/' || !m->inode)
@@ -133,12 +131,10 @@ int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
 			continue;
 		if (file_index(s, m, &idx))
 			continue;	/* unmapped meanwhile, or no access */
-		v = realloc(s->maps, (s->nmaps + 1) * sizeof(*v));
-		if (!v) {
+		if (VEC_RESERVE(s->maps, s->maps_cap, s->nmaps + 1)) {
 			proc_maps__free(&pm);
 			return -ENOMEM;
 		}
-		s->maps = v;
 		s->maps[s->nmaps++] = (struct addr_map){
 			.start = m->start, .end = m->end, .pgoff = m->pgoff,
 			.file = idx,
@@ -248,7 +244,7 @@ void addr_spaces__free(struct addr_spaces *as)
 		space_clear(&as->v[i]);
 	free(as->v);
 	as->v = NULL;
-	as->n = 0;
+	as->n = as->cap = 0;
 }
 
 void addr_spaces__drop(struct addr_spaces *as, pid_t pid)

@@ -25,14 +25,14 @@ struct addr_space {
 	pid_t pid;
 	pid_t parent;		/* forked from (addr_spaces__fork), or 0 */
 	struct addr_file *files;
-	size_t nfiles;
+	size_t nfiles, files_cap;
 	struct addr_map *maps;
-	size_t nmaps;
+	size_t nmaps, maps_cap;
 };
 
 struct addr_spaces {
 	struct addr_space *v;
-	size_t n;
+	size_t n, cap;
 };
 
 /* Reads pid's mappings into its snapshot, keeping those seen before (a
