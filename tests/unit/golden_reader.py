@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """An independent reader of the golden trace file tests/golden/v1_0.spt,
-written from docs/format.md alone (none of sptrace's code): header and its
+written from docs/trace-file.md alone (none of sptrace's code): header and its
 CRC, the chunk frames and both CRCs, zlib, the STRINGS and EVENTS payloads
 and the footer. The file must decode to the content written out below
 (tests/golden/README.md), so a writer and reader that drift together from
