@@ -78,7 +78,7 @@ static int load_file(struct side *sd, const char *path)
 
 	if (err)
 		return err;
-	sd->run = (struct html_run){ .name = path, .s = &sd->s };
+	sd->run = (struct html_run){ .name = path, .s = &sd->s, .trace = path };
 	return 0;
 }
 

@@ -20,6 +20,9 @@ struct html_run {
 	const char *info;		/* NULL or one more line (command, host, date) */
 	const struct summary *s;	/* finished */
 	const struct mem_report *mr;	/* NULL, or its timeline is drawn */
+	/* NULL, or the file the run was read from: a trace file adds the
+	 * icicle of its stacks and the timeline of its threads. */
+	const char *trace;
 };
 
 /*
