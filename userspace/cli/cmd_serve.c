@@ -60,6 +60,7 @@ struct serve {
 static const char usage[] =
 "Usage: sptrace serve [OPTIONS] -b PATH\n"
 "       sptrace serve [OPTIONS] -p PID[,PID...]\n"
+"       sptrace serve [OPTIONS] -- CMD [ARGS...]\n"
 "Keep the probes attached and serve the per-query figures at /metrics in\n"
 "the OpenMetrics / Prometheus text format (docs/fleet.md).\n"
 "\n"
