@@ -160,6 +160,19 @@ static void test_table_columns(void)
 	CHECK(strstr(out, "| cached |") != NULL);
 	/* Total sums the cache hits. */
 	CHECK(strstr(out, "|          5 |          7 |") != NULL);
+	/* No completed invocation: its percentiles and max are undefined,
+	 * "-", never "0ns". */
+	CHECK(strstr(out, "| cached |       0ns |            0.00 |    0ns |"
+		      "          0 |          7 |      - |      - |      - |\n") !=
+	      NULL);
+	free(out);
+	/* all_columns (--interval): the optional columns stay, zero or not,
+	 * so every tick's table has the same ones. */
+	o.all_columns = true;
+	out = write_table(&s, &o);
+	CHECK(strstr(out, "| Item   | Self time | % of total time |   Time | "
+		      "Item count | Cache hits | Blocked time | Incr. load time "
+		      "|    p50 |    p99 |    Max |\n") != NULL);
 	free(out);
 	summary__free(&s);
 }
@@ -174,8 +187,16 @@ static void test_table_percent_above(void)
 	out = write_table(&s, &o);
 	CHECK(strstr(out, "typeck") == NULL);
 	CHECK(strstr(out, "| parse ") != NULL);
-	/* Total still covers hidden rows. */
+	/* Total still covers hidden rows, and a line says what was hidden. */
 	CHECK(strstr(out, "| Total |    4.00ms |") != NULL);
+	CHECK(strstr(out, "+\n1 row with at most 30% of the self time each not "
+		      "shown (self time 1.00ms, 25.00% in all; --percent-above "
+		      "30)\n") != NULL);
+	free(out);
+	/* Nothing hidden: no such line. */
+	o.percent_above = 20.0;
+	out = write_table(&s, &o);
+	CHECK(strstr(out, "not shown") == NULL);
 	free(out);
 	/* 25% is not above 25: hidden too. */
 	o.percent_above = 25.0;

@@ -221,16 +221,16 @@ static void chrome_process_names(struct chrome *c, const struct pids *p,
 			     p->v[i]);
 		fputs(",\"args\":{\"name\":", c->out);
 		if (cmd && !i) {
-			escape__json(c->out, cmd);
+			text__json_string(c->out, cmd);
 		} else if (cmd) {
 			char *name = NULL;
 
 			if (asprintf(&name, "%.*s: descendant", (int)len, base) < 0)
 				name = NULL;
-			escape__json(c->out, name ? name : "descendant");
+			text__json_string(c->out, name ? name : "descendant");
 			free(name);
 		} else {
-			escape__json(c->out, "traced process");
+			text__json_string(c->out, "traced process");
 		}
 		fputs("}}", c->out);
 	}

@@ -17,6 +17,7 @@ struct summary_write_opts {
 	enum summary_format format;
 	bool hist;              /* table: print each query's histogram as ASCII bars */
 	double percent_above;   /* table: hide rows whose self% <= this (0 = show all) */
+	bool all_columns;	/* table: see table_opts */
 };
 
 /* "table", "json", "csv" -> 0, anything else -EINVAL. */

@@ -155,14 +155,19 @@ static void cell(const struct summary *s, const struct line *l, enum col c,
 		break;
 	case COL_P50:
 	case COL_P99:
-		if (l->total)
+		/* Undefined for the Total line and for a query that never
+		 * completed (count 0): "-", not 0ns. */
+		if (l->total || !st->count)
 			snprintf(buf, len, "-");
 		else
 			text__fmt_ns(buf, len, c == COL_P50 ? l->p50_ns :
 							      l->p99_ns);
 		break;
 	case COL_MAX:
-		text__fmt_ns(buf, len, st->max_ns);
+		if (!st->count)
+			snprintf(buf, len, "-");
+		else
+			text__fmt_ns(buf, len, st->max_ns);
 		break;
 	default:
 		buf[0] = '\0';
@@ -212,7 +217,7 @@ static int table_build(struct text_table *t, const struct summary *s,
 		cols[c] = (struct text_col){
 			.title = col_titles[c],
 			.align = c == COL_ITEM ? TEXT_LEFT : TEXT_RIGHT,
-			.hidden = c > COL_COUNT,
+			.hidden = c > COL_COUNT && !opts->all_columns,
 			.max_width = c == COL_ITEM ? NAME_MAX_WIDTH : 0,
 		};
 	}
@@ -338,6 +343,29 @@ int table__hist_print(FILE *out, const struct sp_query_row *r)
 	return 0;
 }
 
+/* The line under the table that says what --percent-above left out. */
+static void hidden_rows_footer(FILE *out, const struct summary *s,
+			       const struct table_opts *opts)
+{
+	uint64_t self = 0;
+	unsigned int i, n = 0;
+	char buf[NS_BUF];
+
+	for (i = 0; i < s->nrows; i++) {
+		if (row_shown(s, &s->rows[i], opts))
+			continue;
+		n++;
+		self += s->rows[i].st.self_ns;
+	}
+	if (!n)
+		return;
+	text__fmt_ns(buf, sizeof(buf), self);
+	fprintf(out, "%u %s with at most %g%% of the self time each not shown "
+		"(self time %s, %.2f%% in all; --percent-above %g)\n", n,
+		n == 1 ? "row" : "rows", opts->percent_above, buf,
+		self_pct(s, self), opts->percent_above);
+}
+
 int table__write(FILE *out, const struct summary *s,
 		 const struct table_opts *opts)
 {
@@ -359,6 +387,7 @@ int table__write(FILE *out, const struct summary *s,
 	fprintf(out, "sptrace: %u queries, duration %s\n", s->nrows, dur);
 	/* A stream error shows in text__flush(). */
 	text_table__print(out, &t);
+	hidden_rows_footer(out, s, opts);
 
 	err = table__warn_errors(out, s);
 	for (i = 0; !err && opts->hist && i < s->nrows; i++) {

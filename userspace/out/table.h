@@ -13,6 +13,10 @@
 struct table_opts {
 	bool hist;              /* print each query's histogram as ASCII bars */
 	double percent_above;   /* hide rows whose self% <= this (0 = show all) */
+	/* Every optional column (cache hits, blocked, incremental load), not
+	 * only those non-zero in this summary, so that a series of tables
+	 * (--interval) keeps its columns from one to the next. */
+	bool all_columns;
 };
 
 /* The finished summary (-EINVAL otherwise) as a table, its warnings, and
