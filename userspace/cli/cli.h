@@ -49,9 +49,18 @@ enum cli_opt {
 /* Prints a command's usage text on f. */
 typedef void (*cli_usage_fn)(FILE *f);
 
+struct option;
+/* The command being run, for messages ("record"); NULL: the live trace. */
+extern const char *cli__command;
+/* getopt_long() with getopt's own messages off: cli__option() words them
+ * (one line, the `sptrace: ` prefix, a pointer to --help). */
+int cli__getopt(int argc, char *const argv[], const char *optstring,
+		const struct option *longopts, int *longindex);
+
 /* The end of every command's option switch (its `default:`): -v sets
- * verbose (0), -h prints the usage on stdout and exits 0, anything else
- * (getopt has named it) prints the usage on stderr: -EINVAL. */
+ * verbose (0; -vv also shows libbpf's debug messages), -h prints the usage
+ * on stdout and exits 0, anything else is a bad option: one line naming it
+ * and "see sptrace COMMAND --help" (the usage only with --help): -EINVAL. */
 int cli__option(int c, cli_usage_fn usage);
 
 /* --db FILE and --label LABEL, for the commands that store their run in a

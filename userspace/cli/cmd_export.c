@@ -131,7 +131,7 @@ int cmd_export(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "o:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_CHROME:
 		case OPT_FOLDED:

@@ -257,7 +257,7 @@ int cmd_history(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "f:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_DB:
 			db = optarg;

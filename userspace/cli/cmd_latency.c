@@ -96,7 +96,7 @@ static int parse_args(int argc, char **argv, struct latency_env *env)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "f:o:vh",
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "f:o:vh",
 				opts, NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)

@@ -147,7 +147,7 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 	env->so.record = true;
 	env->so.classes = ~(1u << SP_EVC_ALLOC) & ((1u << SP_EVC__MAX) - 1);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "o:e:vh",
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "o:e:vh",
 				opts, NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)

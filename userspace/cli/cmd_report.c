@@ -184,7 +184,7 @@ int cmd_report(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			output = optarg;

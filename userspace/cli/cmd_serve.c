@@ -105,7 +105,7 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "vh", opts,
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "vh", opts,
 				NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)

@@ -51,7 +51,7 @@ int cmd_summarize(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:s:vh", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "f:o:s:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (summary_format__parse(optarg, &ro.format)) {

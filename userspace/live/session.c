@@ -35,32 +35,74 @@
 #include "run_store.h"
 #include "session.h"
 
+/*
+ * -p PID[,PID...]: every element a plain decimal number (no sign, no space,
+ * nothing empty), so a typo is an error instead of a guess. A PID given
+ * twice (-p P,P or -p P -p P) is one target: attaching it twice would make
+ * the second attach find its sites taken.
+ */
 static int parse_pids(struct session_opts *o, const char *arg)
 {
-	char *copy = strdup(arg), *tok, *save = NULL;
-	int err = 0;
+	const char *p = arg, *end;
+	char tok[32];
+	size_t len;
+	long v;
+	int i;
 
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		long v;
+	do {
+		end = strchr(p, ',');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (!len) {
+			sp_err("invalid PID list '%s': %s (expected PID[,PID...])",
+			       arg, !*arg ? "empty" : p == arg ?
+			       "nothing before the first comma" : end ?
+			       "nothing between two commas" :
+			       "nothing after the last comma");
+			return -EINVAL;
+		}
+		snprintf(tok, sizeof(tok), "%.*s", (int)(len < sizeof(tok) ? len :
+						       sizeof(tok) - 1), p);
+		if (len >= sizeof(tok) || strspn(tok, "0123456789") != len ||
+		    parse_long(tok, 1, INT_MAX, &v)) {
+			sp_err("invalid PID '%.*s' (expected a positive decimal "
+			       "number, or a comma-separated list)", (int)len, p);
+			return -EINVAL;
+		}
+		for (i = 0; i < o->npids && o->pids[i] != (pid_t)v; i++)
+			;
+		if (i == o->npids) {
+			if (o->npids == SESSION_MAX_PIDS) {
+				sp_err("too many PIDs (at most %d)",
+				       SESSION_MAX_PIDS);
+				return -EINVAL;
+			}
+			o->pids[o->npids++] = (pid_t)v;
+		}
+		p = end ? end + 1 : NULL;
+	} while (p);
+	return 0;
+}
 
-		if (parse_long(tok, 1, INT_MAX, &v)) {
-			sp_err("invalid PID '%s' (expected a positive number, or a comma-separated list)",
-			       tok);
-			err = -EINVAL;
-			break;
-		}
-		if (o->npids == SESSION_MAX_PIDS) {
-			sp_err("too many PIDs (at most %d)", SESSION_MAX_PIDS);
-			err = -EINVAL;
-			break;
-		}
-		o->pids[o->npids++] = (pid_t)v;
+/* -b PATH: the same file given twice (by the same or another path) is one
+ * target, attached once. */
+static int add_binary(struct session_opts *o, const char *path)
+{
+	struct stat a, b;
+	int i;
+
+	for (i = 0; i < o->nbinaries; i++) {
+		if (!strcmp(o->binaries[i], path))
+			return 0;
+		if (!stat(o->binaries[i], &a) && !stat(path, &b) &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return 0;
 	}
-	free(copy);
-	return err;
+	if (o->nbinaries == SESSION_MAX_PIDS) {
+		sp_err("too many -b (at most %d)", SESSION_MAX_PIDS);
+		return -EINVAL;
+	}
+	o->binaries[o->nbinaries++] = path;
+	return 0;
 }
 
 int session_opts__parse(struct session_opts *o, int c, const char *arg)
@@ -71,15 +113,11 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	case 'p':
 		return parse_pids(o, arg) ? -EINVAL : 1;
 	case 'b':
-		if (o->nbinaries == SESSION_MAX_PIDS) {
-			sp_err("too many -b (at most %d)", SESSION_MAX_PIDS);
-			return -EINVAL;
-		}
-		o->binaries[o->nbinaries++] = arg;
-		return 1;
+		return add_binary(o, arg) ? -EINVAL : 1;
 	case 'd':
 		if (parse_double(arg, 0.001, 1e9, &o->duration_s)) {
-			sp_err("invalid duration '%s' (expected seconds > 0)", arg);
+			sp_err("invalid duration '%s' (expected seconds, from 0.001 "
+			       "to 1e9)", arg);
 			return -EINVAL;
 		}
 		return 1;
@@ -153,6 +191,8 @@ int session_opts__check(const struct session_opts *o)
 		sp_err("give one of -p PID, -b PATH and -- CMD");
 		return -EINVAL;
 	}
+	if (query_spec__check_unique(o->qspecs, o->nqspecs))
+		return -EINVAL;
 	if (o->follow && !o->cmd && !o->npids) {
 		sp_err("--follow follows the processes a command or a -p PID starts (use: sptrace --follow -- CMD, or -p PID --follow; -b traces every process of a file already)");
 		return -EINVAL;
