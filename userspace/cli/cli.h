@@ -84,6 +84,15 @@ int db_opts__check(const struct db_opts *o);
 typedef int (*cli_write_fn)(FILE *out, const void *ctx);
 int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx);
 
+struct history_db;
+/* Opens (or creates) the --db database before anything costly; *created
+ * says this run created it. path NULL: nothing to open. 0 or -errno
+ * (reported). */
+int cli__db_open(const char *path, struct history_db **db, bool *created);
+/* Closes it; a database created by a run that failed is removed. */
+void cli__db_close(struct history_db *db, const char *path, bool created,
+		   bool failed);
+
 struct summary;
 struct summary_write_opts;
 struct mem_report;

@@ -125,7 +125,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	base = argv[optind];
 	new = argv[optind + 1];
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ db ? db : base, db ? NULL : new },
+			  2))
 		return 1;
 	summary__init(&sb);
 	summary__init(&sn);

@@ -297,7 +297,8 @@ int cmd_history(int argc, char **argv)
 	}
 	if (optind < argc)
 		query = argv[optind];
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ db }, 1))
 		return 1;
 	err = history_db__open(db, false, &h);
 	if (err)

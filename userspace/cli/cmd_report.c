@@ -213,7 +213,9 @@ int cmd_report(int argc, char **argv)
 		sp_err("report: give one run: FILE, --db DB RUN or --mem FILE (see sptrace report --help)");
 		return 1;
 	}
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ db ? db : argv[optind],
+						 db ? NULL : base, mem }, 3))
 		return 1;
 	side_init(&run);
 	side_init(&bside);

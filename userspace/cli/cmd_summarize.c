@@ -91,7 +91,8 @@ int cmd_summarize(int argc, char **argv)
 		sp_err("summarize: give exactly one trace file (see --help)");
 		return 1;
 	}
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ argv[optind] }, 1))
 		return 1;
 	summary__init(&s);
 	err = trace_summary__read(argv[optind], &s);

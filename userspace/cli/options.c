@@ -5,7 +5,9 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
+#include "history_db.h"
 #include "log.h"
 
 const char *cli__command;
@@ -147,4 +149,24 @@ int db_opts__check(const struct db_opts *o)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int cli__db_open(const char *path, struct history_db **db, bool *created)
+{
+	*db = NULL;
+	*created = false;
+	if (!path)
+		return 0;
+	*created = access(path, F_OK) && errno == ENOENT;
+	return history_db__open(path, true, db);
+}
+
+void cli__db_close(struct history_db *db, const char *path, bool created,
+		   bool failed)
+{
+	history_db__close(db);
+	/* A database this run created and did not store into is no
+	 * database the user has: leave nothing behind. */
+	if (path && created && failed)
+		unlink(path);
 }
