@@ -23,7 +23,9 @@ static const char usage[] =
 "      --force              overwrite an existing output file\n"
 "  -s, --sort COLUMN        as for sptrace (default self)\n"
 "      --percent-above P    hide rows with at most P% of the self time\n"
-"      --hist               print each query's latency histogram\n";
+"      --hist               print each query's latency histogram\n"
+"      --wide               every column at full width (default: the table\n"
+"                           fits 120 characters, docs/formats.md)\n";
 
 static void print_usage(FILE *f)
 {
@@ -39,11 +41,13 @@ int cmd_summarize(int argc, char **argv)
 		{ "sort", required_argument, NULL, 's' },
 		{ "hist", no_argument, NULL, OPT_HIST },
 		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct summary_write_opts ro = { .format = SUMMARY_TABLE };
+	struct summary_write_opts ro = { .format = SUMMARY_TABLE,
+					 .width = TABLE_DEFAULT_WIDTH };
 	enum summary_sort sort = SORT_SELF;
 	const char *output = NULL;
 	bool force = false;
@@ -74,6 +78,9 @@ int cmd_summarize(int argc, char **argv)
 			break;
 		case OPT_HIST:
 			ro.hist = true;
+			break;
+		case OPT_WIDE:
+			ro.width = 0;
 			break;
 		case OPT_PERCENT_ABOVE:
 			if (parse_double(optarg, 0, 100, &ro.percent_above)) {

@@ -55,6 +55,8 @@ static const char usage[] =
 "                           blocked, incr, p50, p99, max\n"
 "      --hist               print each query's latency histogram\n"
 "      --percent-above P    hide rows with at most P%% of the self time\n"
+"      --wide               every column at full width (default: the table\n"
+"                           fits 120 characters, docs/formats.md)\n"
 "      --per-pid            one row per query and process\n"
 "      --interval SECONDS   a report every SECONDS (table, or one JSON line\n"
 "                           with -f json), per interval (docs/fleet.md)\n"
@@ -103,6 +105,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		{ "sort", required_argument, NULL, 's' },
 		{ "hist", no_argument, NULL, OPT_HIST },
 		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "per-pid", no_argument, NULL, OPT_PER_PID },
 		{ "mem", no_argument, NULL, OPT_MEM },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -147,6 +150,9 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 			break;
 		case OPT_HIST:
 			env->ropts.hist = true;
+			break;
+		case OPT_WIDE:
+			env->ropts.width = 0;
 			break;
 		case OPT_PER_PID:
 			env->per_pid = true;
@@ -199,7 +205,10 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 
 int cmd_trace(int argc, char **argv)
 {
-	struct trace_env env = { .sort = SORT_SELF };
+	struct trace_env env = {
+		.sort = SORT_SELF,
+		.ropts = { .width = TABLE_DEFAULT_WIDTH },
+	};
 	struct query_provider qp;
 	struct session_provider p, mem_p;
 	struct mem_opts mem_o = {};

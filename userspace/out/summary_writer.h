@@ -18,6 +18,7 @@ struct summary_write_opts {
 	bool hist;              /* table: print each query's histogram as ASCII bars */
 	double percent_above;   /* table: hide rows whose self% <= this (0 = show all) */
 	bool all_columns;	/* table: see table_opts */
+	unsigned int width;	/* table: see table_opts (0: --wide) */
 };
 
 /* "table", "json", "csv" -> 0, anything else -EINVAL. */
