@@ -54,7 +54,7 @@ static int cmd_help(int argc, char **argv)
 		sp_err("help: give at most one command (see sptrace help)");
 		return 1;
 	}
-	if (argc == 2) {
+	if (argc == 2 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
 		char *args[] = { NULL, (char *)"--help", NULL };
 
 		c = find_command(argv[1]);
