@@ -11,6 +11,7 @@
 #include "output.h"
 #include "parse.h"
 #include "summary_writer.h"
+#include "table.h"
 #include "summary.h"
 #include "trace_summary.h"
 

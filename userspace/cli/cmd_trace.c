@@ -22,6 +22,7 @@
 #include "summary_writer.h"
 #include "session.h"
 #include "summary.h"
+#include "table.h"
 
 struct trace_env {
 	struct session_opts so;

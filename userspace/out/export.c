@@ -217,22 +217,20 @@ static void chrome_process_names(struct chrome *c, const struct pids *p,
 		len -= (size_t)(base - cmd);
 	}
 	for (i = 0; i < p->n; i++) {
+		char *name = NULL;
+
 		chrome_begin(c, "M", 0, "process_name", NULL, c->base, p->v[i],
 			     p->v[i]);
-		fputs(",\"args\":{\"name\":", c->out);
-		if (cmd && !i) {
-			text__json_string(c->out, cmd);
-		} else if (cmd) {
-			char *name = NULL;
-
-			if (asprintf(&name, "%.*s: descendant", (int)len, base) < 0)
-				name = NULL;
-			text__json_string(c->out, name ? name : "descendant");
-			free(name);
-		} else {
-			text__json_string(c->out, "traced process");
-		}
-		fputs("}}", c->out);
+		if (cmd && i &&
+		    asprintf(&name, "%.*s: descendant", (int)len, base) < 0)
+			name = NULL;
+		jsonw__name(&c->w, "args");
+		jsonw__start_object(&c->w);
+		jsonw__string_field(&c->w, "name", !cmd ? "traced process" :
+				    !i ? cmd : name ? name : "descendant");
+		jsonw__end_object(&c->w);
+		jsonw__end_object(&c->w);
+		free(name);
 	}
 }
 
