@@ -10,6 +10,7 @@ is a script (a pyenv shim) is followed through its exec, and a probe not
 found says which program really ran."""
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 
@@ -78,6 +79,28 @@ try:
     ls = [l for l in lines(p) if "warning" not in l]
     eq((p.returncode, ls), (1, ["sptrace: /dev/full: write failed: No space "
                                 "left on device"]), "-o /dev/full: one line")
+
+    # A device is written as it is: never created, chmod'ed or removed,
+    # even by a record that fails after opening it. A node of its own
+    # (1:3, what /dev/null is), so a regression cannot touch /dev/null.
+
+    dn = os.path.join(d, "null")
+    os.mknod(dn, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    os.chmod(dn, 0o666)
+    p = run([SPTRACE, "record", "-o", dn, "--", GT, "1"])
+    eq(p.returncode, 0, "record -o DEVICE: exit 0 (%s)" % p.stderr.strip()[:200])
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        p = run([SPTRACE, "record", "-o", dn, "--force", "-p",
+                 str(sleeper.pid), "-d", "1"])
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    st = os.lstat(dn) if os.path.lexists(dn) else None
+    check(p.returncode == 1 and "no sp probes" in p.stderr and st and
+          stat.S_ISCHR(st.st_mode) and (st.st_mode & 0o777) == 0o666,
+          "a record that fails after opening -o DEVICE --force leaves the "
+          "device as it was (%s)" % (oct(st.st_mode) if st else "removed"))
 
     # An output that is the input.
     p = run([SPTRACE, "record", "-o", spt, "--", GT, "1"])

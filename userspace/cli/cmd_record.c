@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include <sptrace/record_abi.h>
@@ -493,8 +494,14 @@ int cmd_record(int argc, char **argv)
 	/* Nothing was traced (no privileges, a command that cannot start,
 	 * no probes): a file with a header and no events is no recording,
 	 * and would only make the retry need --force. */
-	if (!started)
-		unlink(env.output);
+	if (!started) {
+		struct stat st;
+
+		/* Only the regular file it made: never a device named by -o
+		 * (/dev/null with --force). */
+		if (!lstat(env.output, &st) && S_ISREG(st.st_mode))
+			unlink(env.output);
+	}
 	ring_buffer__free(rec.rb);
 	session__destroy(&rec.ss);
 	status = session__exit_status(&rec.ss, err);

@@ -756,7 +756,8 @@ int trace_writer__open(const char *path, bool force,
 	struct trace_writer *w = NULL;
 	uint8_t *hdr = NULL;
 	size_t hdr_len;
-	bool created = false;
+	bool created = false, stream;
+	struct stat st;
 	int err;
 
 	*out = NULL;
@@ -770,13 +771,20 @@ int trace_writer__open(const char *path, bool force,
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	/* A device or FIFO (/dev/null, a pipe to a compressor) is written as
+	 * it is, as every output is (output.c): never created, truncated,
+	 * chmod'ed or removed. */
+	stream = !lstat(path, &st) &&
+		 (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+	if (stream)
+		flags &= ~(O_CREAT | O_EXCL | O_TRUNC);
 	w->fd = open(path, flags, 0600);
 	if (w->fd < 0) {
 		err = -errno;
 		goto cleanup;
 	}
-	created = !force;
-	if (force) {
+	created = !force && !stream;
+	if (force && !stream) {
 		err = make_private(w->fd);
 		if (err)
 			goto cleanup;
