@@ -58,7 +58,8 @@ static const char css[] =
 	"#queries thead th.name { text-align: left; z-index: 2; }\n"
 	"#queries thead th:hover, #queries thead th:focus { background: #e2e8f0; }\n"
 	"#queries thead th[aria-sort] { background: #dbe6f5; }\n"
-	".ind { display: inline-block; min-width: .8em; color: #1a56a6; }\n"
+	/* Empty unless sorted: it keeps no room that would wrap a title. */
+	".ind { color: #1a56a6; margin-left: .15em; }\n"
 	"tbody.total td { font-weight: 600; background: #fafafa; border-bottom: 2px solid #999; }\n"
 	"#rows tr { cursor: pointer; }\n"
 	"#rows tr:hover td { background: #f5f8fc; }\n"
