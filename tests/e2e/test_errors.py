@@ -2,11 +2,14 @@
 """Every error the foundation names gets one clear line and a non-zero
 exit: missing PID, a process without sp probes, missing privileges, a
 command that cannot be started, bad options, unsafe output paths."""
+import json
 import os
+import signal
 import subprocess
 import time
 
-from sptest import SPTRACE, check, eq, finish, require_bpf, run, tmpfile
+from sptest import (SPTRACE, check, eq, finish, host_truth, require_bpf, run,
+                    tmpfile)
 
 GT = os.environ["GT_HOST"]
 
@@ -78,6 +81,115 @@ one_clear_line(run([SPTRACE, "--force", "-o", link, "--", GT, "1"]), link,
                "symbolic link")
 check(not os.path.exists(out), "nothing written through the symlink")
 os.unlink(link)
+
+# Bad options: one line naming the option and where the help is; the
+# usage only with --help, and every message keeps the `sptrace: ` prefix.
+one_clear_line(run([SPTRACE, "--bogus", "-p", "1"]), "unknown option '--bogus'",
+               "see sptrace --help")
+one_clear_line(run([SPTRACE, "record", "--bogus"]), "unknown option '--bogus'",
+               "see sptrace record --help")
+one_clear_line(run([SPTRACE, "summarize", "-Z", "x"]), "unknown option '-Z'",
+               "see sptrace summarize --help")
+one_clear_line(run([SPTRACE, "record", "-o"]), "option '-o' needs an argument",
+               "see sptrace record --help")
+one_clear_line(run([SPTRACE, "report", "--forc=1", "x"]),
+               "option '--force' takes no argument")
+one_clear_line(run([SPTRACE, "--pe", "1", "-p", "1"]), "ambiguous option '--pe'",
+               "--per-pid", "--percent-above")
+p = run([SPTRACE, "help", "record"])
+check(p.returncode == 0 and p.stdout.startswith("Usage: sptrace record"),
+      "sptrace help record is sptrace record --help (%r)" % p.stdout[:40])
+one_clear_line(run([SPTRACE, "help", "nosuch"]), "unknown command 'nosuch'")
+
+# PID lists: plain decimal numbers only, nothing empty.
+for bad, words in ((",", ("invalid PID list ','", "nothing before")),
+                   ("1,,2", ("invalid PID list '1,,2'", "between two commas")),
+                   ("1,", ("nothing after the last comma",)),
+                   (" 7", ("invalid PID ' 7'",)),
+                   ("+7", ("invalid PID '+7'",)),
+                   ("", ("invalid PID list ''", "empty"))):
+    one_clear_line(run([SPTRACE, "-p", bad, "-d", "1"]), *words)
+# The real minimum of -d is stated.
+one_clear_line(run([SPTRACE, "-d", "0.0001", "-p", "1"]),
+               "invalid duration '0.0001'", "0.001")
+
+# Specs: the same spec twice would count every event twice; a BEGIN that is
+# its own END times nothing.
+spec = "sp:query_begin,sp:query_end,name=arg0"
+one_clear_line(run([SPTRACE, "--query", spec, "--query", spec, "-p", "1"]),
+               "the same spec", "give it once")
+one_clear_line(run([SPTRACE, "--query", "sp:query_begin,sp:query_begin,"
+                    "name=arg0", "-p", "1"]), "is both BEGIN and END")
+
+# What the user typed comes back terminal-safe: no escape sequence reaches
+# the terminal, and a 100 KB argument is shortened.
+p = run([SPTRACE, "-p", "\x1b]0;pwned\x07"])
+one_clear_line(p, "invalid PID", "\\x1b]0;pwned\\x07")
+check("\x1b" not in p.stderr and "\x07" not in p.stderr,
+      "no raw control byte echoed: %r" % p.stderr)
+p = run([SPTRACE, "-p", "9" * 100000])
+one_clear_line(p, "invalid PID", "\u2026")
+check(len(p.stderr) < 1000, "a 100 KB argument is shortened (%d bytes)" %
+      len(p.stderr))
+
+# A JSON summary given where a trace file belongs: say what it is.
+js = tmpfile(".json")
+with open(js, "w") as f:
+    f.write('{"duration_ns": 1, "queries": []}')
+one_clear_line(run([SPTRACE, "summarize", js]), js, "this is a JSON summary",
+               "use diff or report")
+os.unlink(js)
+
+
+def waiting_host():
+    h = subprocess.Popen([GT, "--wait", "--threads", "1", "2"],
+                         stdout=subprocess.PIPE, text=True)
+    check(h.stdout.readline().startswith("ready"), "host waits")
+    return h
+
+
+def release(h):
+    h.send_signal(signal.SIGUSR1)
+    h.wait(timeout=60)
+    return host_truth(h.stdout.read())
+
+
+# The same target twice is one target: no false "no sp probes", each event
+# counted once (the host's own count).
+for args in (lambda pid: ["-p", "%d,%d" % (pid, pid)],
+             lambda pid: ["-p", str(pid), "-p", str(pid)]):
+    h = waiting_host()
+    try:
+        t = subprocess.Popen([SPTRACE, "-f", "json"] + args(h.pid),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        time.sleep(1.5)
+        truth = release(h)
+        out, err = t.communicate(timeout=60)
+        eq(t.returncode, 0, "%s: exit 0 (%s)" % (args(h.pid), err.strip()[:200]))
+        got = {q["name"]: q["count"] for q in json.loads(out)["queries"]} \
+            if t.returncode == 0 else {}
+        eq(got.get("outer"), truth["iterations"],
+           "%s: outer counted once per iteration" % args(h.pid))
+    finally:
+        if h.poll() is None:
+            h.kill()
+            h.wait()
+p = run([SPTRACE, "-b", GT, "-b", GT, "-b", os.path.relpath(GT), "-d", "0.5"])
+eq((p.returncode, [l for l in p.stderr.splitlines() if "sptrace: " in l and
+                   "warning" not in l]), (0, []),
+   "-b H -b H (and by another path): one target, no error")
+
+# -v is sptrace's own account, libbpf's debug stream only with -vv.
+p1 = run([SPTRACE, "-v", "--", GT, "1"])
+p2 = run([SPTRACE, "-vv", "--", GT, "1"])
+n1, n2 = len(p1.stderr.splitlines()), len(p2.stderr.splitlines())
+own = [l for l in p1.stderr.splitlines() if l.startswith("sptrace: ")]
+check(p1.returncode == 0 and n1 < 40 and own and
+      "-- BEGIN BTF LOAD LOG" not in p1.stderr,
+      "-v: %d lines, %d of them sptrace's own, no BTF dump" % (n1, len(own)))
+check(p2.returncode == 0 and n2 > n1 + 100,
+      "-vv: libbpf's debug messages too (%d lines)" % n2)
 
 # The traced command's exit status is sptrace's.
 p = run([SPTRACE, "--", "sh", "-c", "exit 7"])

@@ -163,8 +163,9 @@ def test_mid_run():
 
 def test_table_percent():
     """The % column against the host's own self times: each measured row's
-    share of the host's sum of every self time (warm-up included)."""
-    p = run([SPTRACE, "--", GT, "--threads", "1", "5"])
+    share of the host's sum of every self time (warm-up included); --wide,
+    since the default table leaves that column out here."""
+    p = run([SPTRACE, "--wide", "--", GT, "--threads", "1", "5"])
     truth = host_truth(p.stdout)
     got = {}
     for l in p.stdout.splitlines():
@@ -177,8 +178,37 @@ def test_table_percent():
               "table: %% of total time of %s against the host's" % name)
 
 
-def test_table_and_csv():
+def test_table_fits():
+    """By default the table fits 120 characters (docs/formats.md): with
+    every optional column in use and names of at most 14 cells, % of total
+    time and p50 are left out and named under the table; --wide prints them
+    all. The counts are the host's either way."""
     p = run([SPTRACE, "--", GT, "--threads", "1", "5"])
+    truth = host_truth(p.stdout)
+    table = [l for l in p.stdout.splitlines() if l[:1] in "|+"]
+    width = max(len(l) for l in table) if table else 0
+    check(p.returncode == 0 and 100 <= width <= 120,
+          "default table: fits 120 characters (%d)" % width)
+    hdr = [c.strip() for c in table[1].split("|")[1:-1]] if table else []
+    eq(hdr, ["Item", "Self time", "Time", "Item count", "Cache hits",
+             "Blocked time", "Incr. load time", "p99", "Max"],
+       "default table: its columns")
+    check("2 columns left out to fit 120 characters: % of total time, p50 "
+          "(--wide shows every column)" in p.stdout,
+          "default table: a line names the columns left out")
+    cnt = {c[0]: c[3] for c in ([x.strip() for x in l.split("|")[1:-1]]
+                                for l in table[3:-1])}
+    eq(cnt.get("outer"), str(truth["iterations"]),
+       "default table: outer count (host)")
+    p = run([SPTRACE, "--wide", "--", GT, "--threads", "1", "5"])
+    table = [l for l in p.stdout.splitlines() if l[:1] in "|+"]
+    check(table and len(table[0]) > 120 and "left out" not in p.stdout,
+          "--wide: every column, wider than 120 (%d)" %
+          (len(table[0]) if table else 0))
+
+
+def test_table_and_csv():
+    p = run([SPTRACE, "--wide", "--", GT, "--threads", "1", "5"])
     eq(p.returncode, 0, "table: exit 0")
     lines = [l for l in p.stdout.splitlines() if l.startswith("|")]
     check(len(lines) >= 3 and "Item" in lines[0], "table: header row")
@@ -225,5 +255,6 @@ retry_timing(test_pid)
 test_two_pids()
 test_sort()
 test_mid_run()
+test_table_fits()
 test_table_and_csv()
 finish()

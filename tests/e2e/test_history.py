@@ -476,7 +476,7 @@ def test_bad_input(db, js):
     one_error_line(run([SPTRACE, "import", "--db", missing_dir, js]),
                    "missing db directory", missing_dir)
     one_error_line(run([SPTRACE, "--db", missing_dir, "--", GT, "1"]),
-                   "live --db in a missing directory (before tracing)", "does its directory exist")
+                   "live --db in a missing directory (before tracing)", "directory " + os.path.dirname(missing_dir) + " does not exist")
     notdb = db_path("notes.txt")
     with open(notdb, "w") as f:
         f.write("these are my notes, not a database, do not touch\n" * 20)

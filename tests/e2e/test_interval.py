@@ -180,7 +180,37 @@ def test_bad_options():
           "--interval 0 refused: %r" % p.stderr.strip())
 
 
+GT = os.environ["GT_HOST"]
+
+
+def test_final_tick():
+    """A launched command that ends between two ticks: its leftover is the
+    final tick's, never a late regular tick followed by an empty final one
+    (sptrace drains the kernel once more after it stopped; that read must
+    not count as a tick of the grid). The host works without a pause, so
+    every regular tick has its queries; the counts add up to the host's."""
+    bad = []
+    for attempt in range(5):
+        out = tmpfile(".jsonl")
+        p = run([SPTRACE, "--interval", "0.05", "-f", "json", "-o", out,
+                 "--", GT, "--threads", "1", "20"])
+        truth = host_truth(p.stdout)
+        ticks = json_lines(out, "final tick run %d" % attempt)
+        os.unlink(out)
+        eq([t["final"] for t in ticks], [False] * (len(ticks) - 1) + [True],
+           "run %d: only the last of %d ticks is final" % (attempt, len(ticks)))
+        bad += [(attempt, t["tick"], t["interval_ns"]) for t in ticks[:-1]
+                if not t["queries"]]
+        n = sum(q["count"] for t in ticks for q in t["queries"]
+                if q["name"] == "outer")
+        eq(n, truth["iterations"] * truth["threads"],
+           "run %d: outer counted once over the ticks" % attempt)
+    eq(bad, [], "no regular tick after the command ended (empty, off the "
+       "grid)")
+
+
 require_bpf()
+test_final_tick()
 test_per_interval_binary()
 test_cumulative_pid()
 # The same through the key-by-key fallback of kernels without batch lookups.

@@ -209,6 +209,13 @@ def test_diff_and_exports():
     check(all(e["dur"] >= 0 for e in xs), "chrome: durations non-negative")
     check(any(e["ph"] == "M" and e["name"] == "thread_name" for e in evs),
           "chrome: thread names as metadata")
+    # Perfetto names a process track by this, not by a bare PID.
+    pn = [(e["pid"], e["args"]["name"]) for e in evs
+          if e["ph"] == "M" and e["name"] == "process_name"]
+    eq(len(pn), len({e["pid"] for e in xs}),
+       "chrome: one process_name per traced process")
+    check(pn and pn[0][1].startswith(GT) and "--threads 2 5" in pn[0][1],
+          "chrome: the process is named by its command: %r" % pn)
     # nesting: every inner slice lies inside an outer slice of its thread
     outers = [(e["tid"], e["ts"], e["ts"] + e["dur"]) for e in xs if e["name"] == "outer"]
     check(all(any(t == e["tid"] and a <= e["ts"] and e["ts"] + e["dur"] <= b + 1e-3

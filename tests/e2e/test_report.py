@@ -10,8 +10,8 @@ import os
 import threading
 import time
 
-from sptest import (SPTRACE, check, eq, finish, require, require_bpf, rows,
-                    run, tmpfile, trace_json)
+from sptest import (SPTRACE, check, close, eq, finish, host_truth, require,
+                    require_bpf, rows, run, tmpfile, trace_json)
 import webdriver
 
 GT = os.environ["GT_HOST"]
@@ -144,9 +144,77 @@ def check_figures(label, shown, truth):
            "%s: %r self %% of total" % (label, name))
 
 
-def check_sorting(b, label):
+# Each header's sort state as a person sees it: aria-sort, the indicator
+# text, and what CSS draws after an empty indicator (a glyph on every
+# header would say nothing about the order).
+READ_MARKS = """
+return Array.prototype.map.call(document.querySelectorAll('#queries thead th'),
+  function (th) {
+    var ind = th.querySelector('.ind'),
+        after = getComputedStyle(ind, '::after').content;
+    return [th.getAttribute('data-col'), th.getAttribute('aria-sort'),
+            ind.textContent, after === 'none' || after === 'normal' ? '' : after];
+  });
+"""
+
+
+def check_initial_order(b, label, base):
+    """Before any click the page says how the rows are ordered, and only the
+    column they are sorted by carries an arrow."""
+    marks = b.js(READ_MARKS)
+    marked = [m for m in marks if m[1] or m[2] or m[3]]
+    order = b.js("return document.getElementById('order').textContent")
+    if base:
+        eq(marked, [], "%s: no column marked before a click" % label)
+        check("self-time change" in order,
+              "%s: the order is said: %r" % (label, order))
+    else:
+        eq(marked, [["self", "descending", "\u25bc", ""]],
+           "%s: only Self marked (descending) before a click" % label)
+        check("self time, largest first" in order,
+              "%s: the order is said: %r" % (label, order))
+        t, _ = read_table(b)
+        vals = [float(r["self"]["v"]) for r in t["rows"][1:]]
+        check(vals == sorted(vals, reverse=True),
+              "%s: rows really by self time, descending: %s" % (label, vals))
+
+
+def check_fits(b, label):
+    """At the window's width (1400 px) the whole table is in view: every
+    header's box ends inside the window and inside its scroll box, and
+    nothing scrolls sideways. A cut-off column fails here."""
+    r = b.js("""
+var w = document.querySelector('.tablewrap'),
+    vw = document.documentElement.clientWidth, wr = w.getBoundingClientRect();
+return {vw: vw, inner: window.innerWidth, sw: w.scrollWidth, cw: w.clientWidth,
+  page: document.documentElement.scrollWidth,
+  cut: Array.prototype.filter.call(document.querySelectorAll('#queries th'),
+    function (th) { var r = th.getBoundingClientRect();
+      return r.right > Math.min(vw, wr.right) + 0.5 || r.left < 0; })
+    .map(function (th) { return th.getAttribute('data-col'); })};""")
+    eq(r["inner"], 1400, "%s: the window is 1400 px wide" % label)
+    eq(r["cut"], [], "%s: no column cut off at %d px" % (label, r["vw"]))
+    check(r["sw"] <= r["cw"] and r["page"] <= r["vw"],
+          "%s: no sideways scrolling (table %d/%d px, page %d/%d px)" %
+          (label, r["sw"], r["cw"], r["page"], r["vw"]))
+
+
+def check_undefined(label, shown, truth):
+    """A query that never completed has no percentiles or max: '-'."""
+    zero = [n for n, q in truth.items() if q["count"] == 0]
+    check(zero, "%s: some rows have count 0 (%s)" % (label, zero))
+    for name in zero:
+        r = shown.get(name)
+        if r:
+            eq([r[k]["text"] for k in ("p50", "p90", "p99", "max")],
+               ["-"] * 4, "%s: %r (count 0): p50..max are '-'" % (label, name))
+
+
+def check_sorting(b, label, initial=None):
     for key, first in (("self", "descending"), ("count", "descending"),
                        ("p99", "descending"), ("name", "ascending")):
+        if key == initial:
+            first = "ascending"
         th = b.find('#queries thead th[data-col="%s"]' % key)
         for click, order in enumerate(
                 (first, "ascending" if first == "descending" else "descending")):
@@ -172,8 +240,44 @@ def check_sorting(b, label):
                   (label, key, order, vals[:6]))
 
 
+READ_HIST = """
+var h = document.getElementById('panel-hist');
+return {
+  pl: Array.prototype.map.call(h.querySelectorAll('line.pl'), function (l) {
+    return [l.getAttribute('class'), l.getAttribute('data-p'),
+            Number(l.getAttribute('data-v'))]; }),
+  xt: Array.prototype.map.call(h.querySelectorAll('text.xt, text.yt'),
+    function (t) { return t.textContent; }),
+  xl: h.querySelectorAll('text.xl').length,
+  yl: Array.prototype.map.call(h.querySelectorAll('text.yl'),
+    function (t) { return t.textContent; }),
+  minw: Math.min.apply(null, Array.prototype.map.call(
+    h.querySelectorAll('rect.bar'), function (r) {
+      return r.getBoundingClientRect().width; }))};
+"""
+
+
 def check_panel(b, label, name, new, base):
+    top = b.js("return document.getElementById('queries')"
+               ".getBoundingClientRect().top + window.scrollY")
     b.click(b.js(ROW_BY_NAME, name))
+    eq(b.js("return document.getElementById('queries')"
+            ".getBoundingClientRect().top + window.scrollY"), top,
+       "%s: opening %r does not move the table" % (label, name))
+    h = b.js(READ_HIST)
+    want = []
+    for side, q in (("new", new), ("base", base)):
+        if q is not None:
+            want += [["pl " + side, p, q[p + "_ns"]] for p in ("p50", "p90", "p99")]
+    eq(sorted(h["pl"]), sorted(want),
+       "%s: %r: a dashed line at each run's p50/p90/p99" % (label, name))
+    eq(h["xt"], ["latency (log scale)", "invocations (log scale)"],
+       "%s: %r: both axes titled" % (label, name))
+    check(h["xl"] >= 2 and h["yl"][:2] == ["1", "10"],
+          "%s: %r: labelled log axes (%d latency ticks, counts %s)" %
+          (label, name, h["xl"], h["yl"]))
+    check(h["minw"] >= 1.4, "%s: %r: bars at least 1.5 px wide (%.2f)" %
+          (label, name, h["minw"]))
     p = b.js(READ_PANEL)
     eq((p["hidden"], p["name"]), (False, name),
        "%s: click %r: its panel opens" % (label, name))
@@ -229,6 +333,65 @@ def check_deltas(label, shown, base, new):
     return classes
 
 
+READ_FLAME = """
+function walk(g, path, out) {
+  var p = path.concat([g.querySelector(':scope > svg > text').textContent]);
+  out.push([p.join(';'), Number(g.getAttribute('data-total')),
+            Number(g.getAttribute('data-self'))]);
+  Array.prototype.forEach.call(g.querySelectorAll(':scope > g.fr'),
+    function (c) { walk(c, p, out); });
+}
+var out = [], root = document.querySelector('#flame svg > g.fr');
+if (root)
+  walk(root, [], out);
+return out;
+"""
+
+READ_LANES = """
+return Array.prototype.map.call(document.querySelectorAll('#threads g.lane'),
+  function (g) {
+    return [Number(g.getAttribute('data-tid')), Number(g.getAttribute('data-n')),
+            Number(g.getAttribute('data-busy')),
+            g.querySelector(':scope > text').firstChild.textContent,
+            g.querySelectorAll('rect.sl').length];
+  });
+"""
+
+
+def check_trace_sections(b, label, truth, summary, iterations):
+    """The icicle and the thread timeline of a trace file against the host's
+    own clock: outer's frame is outer's total time, inner's (only ever
+    inside outer) inner's, the blocked frame the time the host spent
+    blocked; one lane per worker, each with its outermost queries."""
+    fl = {path: (tot, self_) for path, tot, self_ in b.js(READ_FLAME)}
+    root = fl.get("all threads")
+    eq(root and root[0], summary["total_self_ns"],
+       "%s: icicle root is all the self time" % label)
+    for path, key, q in (("all threads;outer", "total_ns", "outer"),
+                         ("all threads;outer;inner", "total_ns", "inner"),
+                         ("all threads;outer;shared [blocked]", "total_ns",
+                          "shared"),
+                         ("all threads;outer;codegen [incr]", "total_ns",
+                          "codegen")):
+        got = fl.get(path)
+        check(got is not None, "%s: icicle has %s" % (label, path))
+        if got:
+            close(got[0], truth[key][q], "%s: icicle %s width (host clock)" %
+                  (label, path))
+    check("all threads;recurse;recurse;recurse" in fl,
+          "%s: icicle shows recursion 3 deep" % label)
+    lanes = b.js(READ_LANES)
+    eq(len(lanes), truth["threads"], "%s: one lane per worker thread" % label)
+    for tid, n, busy, text, nrect in lanes:
+        eq(n, 2 * (iterations + 1), "%s: thread %d: its outermost queries "
+           "(outer and recurse, warm round too)" % (label, tid))
+        check("gt-worker" in text, "%s: lane named after the thread: %r" %
+              (label, text))
+        check(truth["total_ns"]["outer"] <= busy <= summary["duration_ns"]
+              and nrect >= 1, "%s: thread %d busy %d ns: at least the host's "
+              "outer time, at most the run, %d bars" % (label, tid, busy, nrect))
+
+
 def test_compare(b):
     """Base: 5 iterations (live JSON). Run: 40 iterations (a recorded
     trace): outer and its children run 8 times as often (up; and down
@@ -240,6 +403,7 @@ def test_compare(b):
     spt = tmp(".spt")
     p = run([SPTRACE, "record", "-o", spt, "--", GT, "--threads", "1", "40"])
     eq(p.returncode, 0, "recorded run: exit 0 (%s)" % p.stderr.strip()[:200])
+    truth = host_truth(p.stdout)
     p, new = trace_json([spt], cmd="summarize")
     if base is None or new is None:
         check(False, "both runs have a JSON summary")
@@ -270,7 +434,11 @@ def test_compare(b):
        ("Total", sum(q["count"] for q in new["queries"]), new["total_self_ns"]),
        "Total row first: count and self time summed")
     check_figures("run", shown, rows(new))
-    check_sorting(b, "run")
+    check_initial_order(b, "run", False)
+    check_fits(b, "run")
+    check_undefined("run", shown, rows(new))
+    check_trace_sections(b, "run", truth, new, 40)
+    check_sorting(b, "run", initial="self")
     check_panel(b, "run", "inner", rows(new)["inner"], None)
     eq(b.js("return performance.getEntriesByType('resource').length"), 0,
        "run: no resource loaded")
@@ -283,6 +451,9 @@ def test_compare(b):
     t, shown = read_table(b)
     check_figures("compare", {k: v for k, v in shown.items()
                               if k in rows(new)}, rows(new))
+    check_initial_order(b, "compare", True)
+    check_fits(b, "compare")
+    check_undefined("compare", shown, rows(new))
     cls = check_deltas("compare", shown, rows(base), rows(new))
     eq(cls.get(("outer", "count")), "up", "outer count 5 -> 40: up")
     eq(cls.get(("outer", "self_ns")), "up", "outer self time x8: up")
@@ -309,6 +480,10 @@ def test_compare(b):
     swapped = report([bjson, "--base", spt], "report of the swapped runs")
     b.get("file://" + swapped)
     _, shown = read_table(b)
+    check_fits(b, "swapped")
+    eq(b.js("return [document.getElementById('flame'), "
+            "document.getElementById('threads')]"), [None, None],
+       "swapped: a JSON run has no stacks or threads to draw")
     cls = check_deltas("swapped", shown, rows(new), rows(base))
     eq(cls.get(("outer", "count")), "down", "outer count 40 -> 5: down")
     eq(cls.get(("outer", "self_ns")), "down", "outer self time /8: down")
@@ -323,9 +498,16 @@ def test_compare(b):
                      "report --db")
 
     def body(path):
+        """The table, the panel and the data; a trace file's stacks and
+        threads are only in the file's report."""
         with open(path, encoding="utf-8") as f:
             html = f.read()
-        return html[html.index('<table id="queries">'):]
+        html = html[html.index('<table id="queries">'):]
+        for sec in ("flame", "threads"):
+            if '<section id="%s">' % sec in html:
+                a = html.index('<section id="%s">' % sec)
+                html = html[:a] + html[html.index("</section>\n", a) + 11:]
+        return html
     check(body(from_db) == body(cmp_),
           "report --db latest --base latest~1: the same table and data as "
           "from the files")
@@ -441,6 +623,20 @@ return Array.prototype.map.call(
     eq(lines, want, "timeline chart: a line per series with data, a point "
        "per timeline point, the JSON's peaks")
     check(any(k == "s-rss" for k, _, _ in lines), "timeline chart: RSS drawn")
+    # On a linear axis the heap line (KiB) sits on zero beside RSS (MiB):
+    # every series' peak must stand in the upper half of the plot.
+    tops = b.js("""
+return Array.prototype.map.call(document.querySelectorAll('#memory polyline'),
+    function (l) {
+  var base = Number(l.ownerSVGElement.querySelector('line.axis')
+                     .getAttribute('y1')), m = Infinity;
+  for (var i = 0; i < l.points.numberOfItems; i++)
+    m = Math.min(m, l.points.getItem(i).y);
+  return [l.getAttribute('class'), (base - m) / (base - 12)];
+});""")
+    check(all(h > 0.5 for _, h in tops),
+          "timeline chart: each series' peak in the upper half (own axis): %r"
+          % tops)
     eq(len(read_table(b)[1]), len(runj["queries"]),
        "report --mem: the run's queries too")
     n = b.screenshot(os.path.join(ARTIFACTS, "report-memory.png"))
@@ -478,7 +674,7 @@ return Array.prototype.map.call(
 
 
 try:
-    with webdriver.Browser() as browser:
+    with webdriver.Browser(width=1400) as browser:
         test_compare(browser)
         test_hostile(browser)
         test_memory(browser)

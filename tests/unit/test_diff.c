@@ -193,6 +193,29 @@ static void test_table(void)
 	out = capture(diff__write_table, &d, "base.spt", "new.json");
 	CHECK_STR(out, want);
 	free(out);
+	/* Fitted to 120 characters (the default of `sptrace diff`): the cache
+	 * pair, then Time change, are left out and named; no line is wider. */
+	{
+		char *buf = NULL, *line, *save = NULL;
+		size_t len = 0, widest = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		CHECK(diff__write_table_fit(f, &d, "base.spt", "new.json",
+					    120) == 0);
+		fclose(f);
+		CHECK(strstr(buf, "| Item   | Status | Self time | Self change | "
+			      "Self change % |   Time | Item count | Count change "
+			      "|\n") != NULL);
+		CHECK(strstr(buf, "\n3 columns left out to fit 120 characters: "
+			      "Cache hits, Hits change, Time change (--wide shows "
+			      "every column)\n") != NULL);
+		for (line = strtok_r(buf, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			if (line[0] == '|' && strlen(line) > widest)
+				widest = strlen(line);
+		CHECK(widest > 0 && widest <= 120);
+		free(buf);
+	}
 	diff__free(&d);
 	summary__free(&b);
 	summary__free(&n);

@@ -191,6 +191,7 @@ static const char py_chrome[] =
 static void test_chrome(void)
 {
 	static const char want[] =
+"M - 10 process_name 0.0 - {\"name\": \"./a \\\"b\\\"\"}\n"
 "X query 11 outer 0.0 1.0 {\"self_ns\": 500}\n"
 "M - 11 thread_name 0.0 - {\"name\": \"main-thread\"}\n"
 "X query 11 inner 0.1 0.2 {\"self_ns\": 200}\n"
@@ -225,6 +226,31 @@ static void test_chrome(void)
 	CHECK(strstr(out, "\"ts\":-0.001,") != NULL);
 	CHECK(strstr(out, "\"name\":\"bad\\ufffd;name\"") != NULL);
 	free(out);
+
+	/* A process_name per process, in order of first event: the command
+	 * line names the first, later ones are its descendants (--follow);
+	 * without a command line (-p) they are "traced process". */
+	{
+		static const struct trace_event two[] = {
+			EV(1000, QUERY_BEGIN, S_INNER, 20, 20),
+			EV(1010, QUERY_BEGIN, S_INNER, 21, 22),
+			EV(1020, QUERY_END, S_INNER, 21, 22),
+			EV(1030, QUERY_END, S_INNER, 20, 20),
+		};
+		struct export_info ci = { .cmdline = "/usr/bin/prog -x" };
+
+		out = run(EXPORT_CHROME, two, 4, &ci, &st, 0);
+		CHECK(strstr(out, "{\"name\":\"process_name\",\"ph\":\"M\","
+			      "\"ts\":0.000,\"pid\":20,\"tid\":20,\"args\":"
+			      "{\"name\":\"/usr/bin/prog -x\"}}") != NULL);
+		CHECK(strstr(out, "\"pid\":21,\"tid\":21,\"args\":{\"name\":"
+			      "\"prog: descendant\"}}") != NULL);
+		free(out);
+		out = run(EXPORT_CHROME, two, 4, NULL, &st, 0);
+		CHECK(strstr(out, "\"pid\":20,\"tid\":20,\"args\":{\"name\":"
+			      "\"traced process\"}}") != NULL);
+		free(out);
+	}
 
 	/* No events and no info: still a valid, loadable document. */
 	out = run(EXPORT_CHROME, events, 0, NULL, &st, 0);

@@ -156,9 +156,15 @@ static void test_total_row(void)
 			  "<td data-v=\"3000\">3.00us</td>"
 			  "<td data-v=\"75.000000\">75.00</td>") != NULL);
 	CHECK_U64(count_of(out, "<tr tabindex=\"0\" data-i="), 2);
-	/* Every column sortable, none sorted yet. */
+	/* Every column sortable; the rows come by self time, and only that
+	 * column says so (the order is shown before any click). */
 	CHECK_U64(count_of(out, "<th scope=\"col\" tabindex=\"0\""), 12);
-	CHECK(!strstr(out, "aria-sort="));
+	CHECK_U64(count_of(out, "aria-sort="), 1);
+	CHECK(strstr(out, "data-col=\"self\" data-type=\"num\" data-title=\"Self\" "
+			  "aria-sort=\"descending\">Self<span class=\"ind\">\xe2\x96\xbc"
+			  "</span></th>") != NULL);
+	CHECK(strstr(out, "<p id=\"order\">Rows by self time, largest first;") !=
+	      NULL);
 	/* No base: no delta columns. */
 	CHECK(!strstr(out, "class=\"d "));
 	free(out);

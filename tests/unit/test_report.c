@@ -160,6 +160,53 @@ static void test_table_columns(void)
 	CHECK(strstr(out, "| cached |") != NULL);
 	/* Total sums the cache hits. */
 	CHECK(strstr(out, "|          5 |          7 |") != NULL);
+	/* No completed invocation: its percentiles and max are undefined,
+	 * "-", never "0ns". */
+	CHECK(strstr(out, "| cached |       0ns |            0.00 |    0ns |"
+		      "          0 |          7 |      - |      - |      - |\n") !=
+	      NULL);
+	free(out);
+	/* all_columns (--interval): the optional columns stay, zero or not,
+	 * so every tick's table has the same ones. */
+	o.all_columns = true;
+	out = write_table(&s, &o);
+	CHECK(strstr(out, "| Item   | Self time | % of total time |   Time | "
+		      "Item count | Cache hits | Blocked time | Incr. load time "
+		      "|    p50 |    p99 |    Max |\n") != NULL);
+	free(out);
+	summary__free(&s);
+}
+
+/* The 120-character rule (docs/formats.md): every optional column in use
+ * and a name of 24 cells or more: % of total time, p50 and Incr. load time
+ * are left out in that order and named, and the Item column gets the 33
+ * cells left; width 0 (--wide) shows all. */
+static void test_table_fit(void)
+{
+	struct sp_query_stats x = { .count = 1, .self_ns = 5, .total_ns = 5,
+				    .cache_hits = 3, .blocked_ns = 7,
+				    .incr_load_ns = 9, .min_ns = 5,
+				    .max_ns = 5 };
+	struct summary_write_opts o = { .width = 120 };
+	struct summary s;
+	char *out;
+
+	basic_summary(&s);
+	summary__add_stats(&s, "a_name_forty_cells_long_which_gets_cut", &x);
+	summary__finish(&s);
+	out = write_table(&s, &o);
+	CHECK(strstr(out, "| Item                              | Self time |   Time "
+		      "| Item count | Cache hits | Blocked time |    p99 |    Max "
+		      "|\n") != NULL);
+	CHECK(strstr(out, "| a_name_forty_cells_long_which_... |") != NULL);
+	CHECK(strstr(out, "+\n3 columns left out to fit 120 characters: % of "
+		      "total time, p50, Incr. load time (--wide shows every "
+		      "column)\n") != NULL);
+	free(out);
+	o.width = 0;
+	out = write_table(&s, &o);
+	CHECK(strstr(out, "% of total time") && strstr(out, "Incr. load time") &&
+	      !strstr(out, "left out"));
 	free(out);
 	summary__free(&s);
 }
@@ -174,8 +221,16 @@ static void test_table_percent_above(void)
 	out = write_table(&s, &o);
 	CHECK(strstr(out, "typeck") == NULL);
 	CHECK(strstr(out, "| parse ") != NULL);
-	/* Total still covers hidden rows. */
+	/* Total still covers hidden rows, and a line says what was hidden. */
 	CHECK(strstr(out, "| Total |    4.00ms |") != NULL);
+	CHECK(strstr(out, "+\n1 row with at most 30% of the self time each not "
+		      "shown (self time 1.00ms, 25.00% in all; --percent-above "
+		      "30)\n") != NULL);
+	free(out);
+	/* Nothing hidden: no such line. */
+	o.percent_above = 20.0;
+	out = write_table(&s, &o);
+	CHECK(strstr(out, "not shown") == NULL);
 	free(out);
 	/* 25% is not above 25: hidden too. */
 	o.percent_above = 25.0;
@@ -528,6 +583,7 @@ int main(void)
 	RUN(test_parse_format);
 	RUN(test_table_basic);
 	RUN(test_table_columns);
+	RUN(test_table_fit);
 	RUN(test_table_percent_above);
 	RUN(test_table_names);
 	RUN(test_table_hist);

@@ -44,14 +44,24 @@ enum cli_opt {
 	OPT_LISTEN,
 	OPT_KEEP_EXITED,
 	OPT_TOP,
+	OPT_WIDE,
 };
 
 /* Prints a command's usage text on f. */
 typedef void (*cli_usage_fn)(FILE *f);
 
+struct option;
+/* The command being run, for messages ("record"); NULL: the live trace. */
+extern const char *cli__command;
+/* getopt_long() with getopt's own messages off: cli__option() words them
+ * (one line, the `sptrace: ` prefix, a pointer to --help). */
+int cli__getopt(int argc, char *const argv[], const char *optstring,
+		const struct option *longopts, int *longindex);
+
 /* The end of every command's option switch (its `default:`): -v sets
- * verbose (0), -h prints the usage on stdout and exits 0, anything else
- * (getopt has named it) prints the usage on stderr: -EINVAL. */
+ * verbose (0; -vv also shows libbpf's debug messages), -h prints the usage
+ * on stdout and exits 0, anything else is a bad option: one line naming it
+ * and "see sptrace COMMAND --help" (the usage only with --help): -EINVAL. */
 int cli__option(int c, cli_usage_fn usage);
 
 /* --db FILE and --label LABEL, for the commands that store their run in a
@@ -74,6 +84,15 @@ int db_opts__check(const struct db_opts *o);
  * reported naming the file. 0 or -errno (reported). */
 typedef int (*cli_write_fn)(FILE *out, const void *ctx);
 int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx);
+
+struct history_db;
+/* Opens (or creates) the --db database before anything costly; *created
+ * says this run created it. path NULL: nothing to open. 0 or -errno
+ * (reported). */
+int cli__db_open(const char *path, struct history_db **db, bool *created);
+/* Closes it; a database created by a run that failed is removed. */
+void cli__db_close(struct history_db *db, const char *path, bool created,
+		   bool failed);
 
 struct summary;
 struct summary_write_opts;

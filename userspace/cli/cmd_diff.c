@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "diff.h"
+#include "table.h"
 #include "history_db.h"
 #include "log.h"
 #include "output.h"
@@ -31,6 +32,8 @@ static const char usage[] =
 "  -f, --format FMT         table (default) or json\n"
 "  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
 "      --force              overwrite an existing output file\n"
+"      --wide               every column (default: the table fits 120\n"
+"                           characters, docs/formats.md)\n"
 "  -h, --help\n";
 
 static void print_usage(FILE *f)
@@ -64,6 +67,7 @@ struct diff_job {
 	const struct diff *d;
 	const char *base, *new;
 	bool json;
+	unsigned int width;
 };
 
 static int diff_fn(FILE *out, const void *ctx)
@@ -72,7 +76,7 @@ static int diff_fn(FILE *out, const void *ctx)
 
 	if (j->json)
 		return diff__write_json(out, j->d, j->base, j->new);
-	return diff__write_table(out, j->d, j->base, j->new);
+	return diff__write_table_fit(out, j->d, j->base, j->new, j->width);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -82,17 +86,19 @@ int cmd_diff(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "db", required_argument, NULL, OPT_DB },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	const char *output = NULL, *base, *new, *db = NULL;
 	struct summary sb, sn;
 	bool force = false, json = false;
+	unsigned int width = TABLE_DEFAULT_WIDTH;
 	struct diff d;
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "f:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "json")) {
@@ -114,6 +120,9 @@ int cmd_diff(int argc, char **argv)
 		case OPT_DB:
 			db = optarg;
 			break;
+		case OPT_WIDE:
+			width = 0;
+			break;
 		default:
 			if (cli__option(c, print_usage))
 				return 1;
@@ -125,7 +134,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	base = argv[optind];
 	new = argv[optind + 1];
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ db ? db : base, db ? NULL : new },
+			  2))
 		return 1;
 	summary__init(&sb);
 	summary__init(&sn);
@@ -141,7 +152,8 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (!err)
 		err = cli__write(output, force, diff_fn, &(struct diff_job){
-			.d = &d, .base = base, .new = new, .json = json });
+			.d = &d, .base = base, .new = new, .json = json,
+			.width = width });
 	diff__free(&d);
 	summary__free(&sb);
 	summary__free(&sn);

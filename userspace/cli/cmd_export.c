@@ -131,7 +131,7 @@ int cmd_export(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "o:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_CHROME:
 		case OPT_FOLDED:
@@ -163,7 +163,8 @@ int cmd_export(int argc, char **argv)
 		sp_err("export: give -o FILE (-o - for stdout)");
 		return 1;
 	}
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ argv[optind] }, 1))
 		return 1;
 	return do_export(argv[optind], output, force, fmt) ? 1 : 0;
 }

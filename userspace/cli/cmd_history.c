@@ -257,7 +257,7 @@ int cmd_history(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "f:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_DB:
 			db = optarg;
@@ -297,7 +297,8 @@ int cmd_history(int argc, char **argv)
 	}
 	if (optind < argc)
 		query = argv[optind];
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ db }, 1))
 		return 1;
 	err = history_db__open(db, false, &h);
 	if (err)

@@ -42,7 +42,7 @@ int cmd_import(int argc, char **argv)
 	int c, i;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_DB:
 			db = optarg;

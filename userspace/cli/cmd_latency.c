@@ -96,7 +96,7 @@ static int parse_args(int argc, char **argv, struct latency_env *env)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "f:o:vh",
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "f:o:vh",
 				opts, NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)
@@ -306,9 +306,17 @@ int cmd_latency(int argc, char **argv)
 	int err = -EINVAL, status = 1;
 
 	summary__init(&r.s);
-	if (parse_args(argc, argv, &env) ||
-	    output__precheck(env.output, env.force))
+	if (parse_args(argc, argv, &env))
 		goto out;
+	{
+		int e1 = output__check(&(struct output_spec){ env.output, "-o",
+							      env.force, false },
+				       1, NULL, 0);
+		int e2 = session_opts__precheck(&env.so);
+
+		if (e1 || e2)
+			goto out;
+	}
 	session__init(&ss, &env.so);
 	latency_provider__init(&lp, &env.lo, &p);
 	err = session__add(&ss, &p);
@@ -319,7 +327,7 @@ int cmd_latency(int argc, char **argv)
 	/* -p checked every endpoint when attaching; a command's libraries
 	 * could bring them up to its end. */
 	if (!err && env.so.cmd)
-		err = latency_provider__check(&lp, env.so.cmd[0]);
+		err = latency_provider__check(&lp, session__command(&ss));
 	if (!err)
 		err = latency_provider__read(&lp, &ss, &r);
 	if (!err)

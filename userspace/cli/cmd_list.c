@@ -85,7 +85,7 @@ int cmd_list(int argc, char **argv)
 	int c, err = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_long(optarg, 1, INT_MAX, &pid)) {

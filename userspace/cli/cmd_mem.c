@@ -106,7 +106,7 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "f:o:vh",
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "f:o:vh",
 				opts, NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)
@@ -186,13 +186,22 @@ int cmd_mem(int argc, char **argv)
 	struct session ss;
 	struct summary s;
 	int64_t started;
+	bool db_created, stored = false;
 	int err, status;
 
 	if (parse_args(argc, argv, &env))
 		return 1;
-	if (output__precheck(env.output, env.force) ||
-	    (env.dbo.db && history_db__open(env.dbo.db, true, &db)))
-		return 1;
+	{
+		const struct output_spec outs[] = {
+			{ env.output, "-o", env.force, false },
+			{ env.dbo.db, "--db", false, true },
+		};
+		int e1 = output__check(outs, 2, NULL, 0);
+		int e2 = session_opts__precheck(&env.so);
+
+		if (e1 || e2 || cli__db_open(env.dbo.db, &db, &db_created))
+			return 1;
+	}
 	summary__init(&s);
 	mem_report__init(&r);
 	r.max_sites = env.max_sites;
@@ -216,10 +225,14 @@ int cmd_mem(int argc, char **argv)
 		s.duration_ns = r.duration_ns;
 		summary__finish(&s);
 		if (db && session__store(&ss, db, env.dbo.label, "mem", started,
-					 &s, &r) && !err)
-			err = -EIO;
+					 &s, &r)) {
+			if (!err)
+				err = -EIO;
+		} else if (db) {
+			stored = true;
+		}
 	}
-	history_db__close(db);
+	cli__db_close(db, env.dbo.db, db_created, !stored);
 	summary__free(&s);
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sptrace/record_abi.h>
 #include "cli.h"
 #include "clock.h"
@@ -117,7 +119,7 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 	env->so.record = true;
 	env->so.classes = ~(1u << SP_EVC_ALLOC) & ((1u << SP_EVC__MAX) - 1);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "o:e:vh",
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "o:e:vh",
 				opts, NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)
@@ -160,10 +162,6 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 		env->so.cmd = &argv[optind];
 	if (!env->output) {
 		sp_err("record: give the trace file with -o FILE");
-		return -EINVAL;
-	}
-	if (env->summary && !strcmp(env->summary, env->output)) {
-		sp_err("record: --summary and -o name the same file");
 		return -EINVAL;
 	}
 	if (db_opts__check(&env->dbo))
@@ -235,22 +233,36 @@ int cmd_record(int argc, char **argv)
 	struct history_db *db = NULL;
 	struct trace_header h;
 	char cmdline[4096];
-	uint64_t lost;
+	uint64_t lost = 0;
+	bool db_created = false, stored = false;
 	int err, status;
 
-	if (parse_args(argc, argv, &env) ||
-	    output__precheck(env.output, env.force) ||
-	    output__precheck(env.summary, env.force) ||
-	    (env.dbo.db && history_db__open(env.dbo.db, true, &db))) {
-		history_db__close(db);
+	if (parse_args(argc, argv, &env)) {
 		session_opts__free(&env.so);
 		return 1;
+	}
+	/* Every output and target in one pass, before anything is loaded. */
+	{
+		const struct output_spec o[] = {
+			{ env.output, "-o", env.force, false },
+			{ env.summary, "--summary", env.force, false },
+			{ env.dbo.db, "--db", false, true },
+		};
+		int e1, e2;
+
+		e1 = output__check(o, 3, NULL, 0);
+		e2 = session_opts__precheck(&env.so);
+		if (e1 || e2 || cli__db_open(env.dbo.db, &db, &db_created)) {
+			cli__db_close(db, env.dbo.db, db_created, true);
+			session_opts__free(&env.so);
+			return 1;
+		}
 	}
 	fill_header(&h, &env, cmdline, sizeof(cmdline));
 	err = trace_writer__open(env.output, env.force, &h, &w);
 	if (err) {
 		sp_err("%s: cannot create: %s", env.output, strerror(-err));
-		history_db__close(db);
+		cli__db_close(db, env.dbo.db, db_created, true);
 		session_opts__free(&env.so);
 		return 1;
 	}
@@ -258,8 +270,9 @@ int cmd_record(int argc, char **argv)
 	if (!err)
 		err = recorder__run(&rec);
 	if (!err && (rec.ss.launched || env.so.nbinaries))
-		err = query_provider__check(&rec.qp, env.so.cmd ? env.so.cmd[0]
-							       : env.so.binaries[0]);
+		err = query_provider__check(&rec.qp, env.so.cmd ?
+					    session__command(&rec.ss) :
+					    env.so.binaries[0]);
 	if (!err && env.summary)
 		err = write_live_summary(&rec, env.summary);
 	/* The ring buffer's losses, summed over CPUs, go in the footer. */
@@ -278,7 +291,20 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)rec.filtered);
 	if (!err && db && store_recorded(db, &env, &rec.ss, &h))
 		err = -EIO;
-	history_db__close(db);
+	else if (!err && db)
+		stored = true;
+	cli__db_close(db, env.dbo.db, db_created, !stored);
+	/* Nothing was traced (no privileges, a command that cannot start,
+	 * no probes): a file with a header and no events is no recording,
+	 * and would only make the retry need --force. */
+	if (!rec.started) {
+		struct stat st;
+
+		/* Only the regular file it made: never a device named by -o
+		 * (/dev/null with --force). */
+		if (!lstat(env.output, &st) && S_ISREG(st.st_mode))
+			unlink(env.output);
+	}
 	recorder__destroy(&rec);
 	status = session__exit_status(&rec.ss, err);
 	session_opts__free(&env.so);

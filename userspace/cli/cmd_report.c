@@ -78,7 +78,7 @@ static int load_file(struct side *sd, const char *path)
 
 	if (err)
 		return err;
-	sd->run = (struct html_run){ .name = path, .s = &sd->s };
+	sd->run = (struct html_run){ .name = path, .s = &sd->s, .trace = path };
 	return 0;
 }
 
@@ -184,7 +184,7 @@ int cmd_report(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			output = optarg;
@@ -213,7 +213,9 @@ int cmd_report(int argc, char **argv)
 		sp_err("report: give one run: FILE, --db DB RUN or --mem FILE (see sptrace report --help)");
 		return 1;
 	}
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ db ? db : argv[optind],
+						 db ? NULL : base, mem }, 3))
 		return 1;
 	side_init(&run);
 	side_init(&bside);

@@ -60,6 +60,7 @@ struct serve {
 static const char usage[] =
 "Usage: sptrace serve [OPTIONS] -b PATH\n"
 "       sptrace serve [OPTIONS] -p PID[,PID...]\n"
+"       sptrace serve [OPTIONS] -- CMD [ARGS...]\n"
 "Keep the probes attached and serve the per-query figures at /metrics in\n"
 "the OpenMetrics / Prometheus text format (docs/fleet.md).\n"
 "\n"
@@ -104,7 +105,7 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "vh", opts,
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "vh", opts,
 				NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)

@@ -11,6 +11,7 @@
 #include "output.h"
 #include "parse.h"
 #include "summary_writer.h"
+#include "table.h"
 #include "summary.h"
 #include "trace_summary.h"
 
@@ -23,7 +24,9 @@ static const char usage[] =
 "      --force              overwrite an existing output file\n"
 "  -s, --sort COLUMN        as for sptrace (default self)\n"
 "      --percent-above P    hide rows with at most P% of the self time\n"
-"      --hist               print each query's latency histogram\n";
+"      --hist               print each query's latency histogram\n"
+"      --wide               every column at full width (default: the table\n"
+"                           fits 120 characters, docs/formats.md)\n";
 
 static void print_usage(FILE *f)
 {
@@ -39,11 +42,13 @@ int cmd_summarize(int argc, char **argv)
 		{ "sort", required_argument, NULL, 's' },
 		{ "hist", no_argument, NULL, OPT_HIST },
 		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct summary_write_opts ro = { .format = SUMMARY_TABLE };
+	struct summary_write_opts ro = { .format = SUMMARY_TABLE,
+					 .width = TABLE_DEFAULT_WIDTH };
 	enum summary_sort sort = SORT_SELF;
 	const char *output = NULL;
 	bool force = false;
@@ -51,7 +56,7 @@ int cmd_summarize(int argc, char **argv)
 	int c, err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:s:vh", opts, NULL)) != -1) {
+	while ((c = cli__getopt(argc, argv, "f:o:s:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (summary_format__parse(optarg, &ro.format)) {
@@ -75,6 +80,9 @@ int cmd_summarize(int argc, char **argv)
 		case OPT_HIST:
 			ro.hist = true;
 			break;
+		case OPT_WIDE:
+			ro.width = 0;
+			break;
 		case OPT_PERCENT_ABOVE:
 			if (parse_double(optarg, 0, 100, &ro.percent_above)) {
 				sp_err("invalid --percent-above '%s' (expected 0..100)",
@@ -91,7 +99,8 @@ int cmd_summarize(int argc, char **argv)
 		sp_err("summarize: give exactly one trace file (see --help)");
 		return 1;
 	}
-	if (output__precheck(output, force))
+	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
+			  (const char *const[]){ argv[optind] }, 1))
 		return 1;
 	summary__init(&s);
 	err = trace_summary__read(argv[optind], &s);

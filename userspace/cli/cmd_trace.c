@@ -22,6 +22,7 @@
 #include "summary_writer.h"
 #include "session.h"
 #include "summary.h"
+#include "table.h"
 
 struct trace_env {
 	struct session_opts so;
@@ -55,6 +56,8 @@ static const char usage[] =
 "                           blocked, incr, p50, p99, max\n"
 "      --hist               print each query's latency histogram\n"
 "      --percent-above P    hide rows with at most P%% of the self time\n"
+"      --wide               every column at full width (default: the table\n"
+"                           fits 120 characters, docs/formats.md)\n"
 "      --per-pid            one row per query and process\n"
 "      --interval SECONDS   a report every SECONDS (table, or one JSON line\n"
 "                           with -f json), per interval (docs/fleet.md)\n"
@@ -103,6 +106,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 		{ "sort", required_argument, NULL, 's' },
 		{ "hist", no_argument, NULL, OPT_HIST },
 		{ "percent-above", required_argument, NULL, OPT_PERCENT_ABOVE },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "per-pid", no_argument, NULL, OPT_PER_PID },
 		{ "mem", no_argument, NULL, OPT_MEM },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -115,7 +119,7 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+" SESSION_SHORT_OPTS "f:o:s:vh",
+	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "f:o:s:vh",
 				opts, NULL)) != -1) {
 		r = session_opts__parse(&env->so, c, optarg);
 		if (r < 0)
@@ -147,6 +151,9 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 			break;
 		case OPT_HIST:
 			env->ropts.hist = true;
+			break;
+		case OPT_WIDE:
+			env->ropts.width = 0;
 			break;
 		case OPT_PER_PID:
 			env->per_pid = true;
@@ -199,7 +206,10 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 
 int cmd_trace(int argc, char **argv)
 {
-	struct trace_env env = { .sort = SORT_SELF };
+	struct trace_env env = {
+		.sort = SORT_SELF,
+		.ropts = { .width = TABLE_DEFAULT_WIDTH },
+	};
 	struct query_provider qp;
 	struct session_provider p, mem_p;
 	struct mem_opts mem_o = {};
@@ -209,15 +219,28 @@ int cmd_trace(int argc, char **argv)
 	struct session ss;
 	struct summary s;
 	int64_t started;
+	bool db_created, stored = false;
 	int err, status;
 
-	/* The database opens (and is created) before the trace: a bad path
-	 * fails now, not after the data is collected. */
-	if (parse_args(argc, argv, &env) ||
-	    output__precheck(env.output, env.force) ||
-	    (env.dbo.db && history_db__open(env.dbo.db, true, &db))) {
+	if (parse_args(argc, argv, &env)) {
 		session_opts__free(&env.so);
 		return 1;
+	}
+	/* Every output and target in one pass, then the database (opened,
+	 * and created, before the trace): a bad path fails now, not after
+	 * the data is collected. */
+	{
+		const struct output_spec outs[] = {
+			{ env.output, "-o", env.force, false },
+			{ env.dbo.db, "--db", false, true },
+		};
+		int e1 = output__check(outs, 2, NULL, 0);
+		int e2 = session_opts__precheck(&env.so);
+
+		if (e1 || e2 || cli__db_open(env.dbo.db, &db, &db_created)) {
+			session_opts__free(&env.so);
+			return 1;
+		}
 	}
 	summary__init(&s);
 	mem_report__init(&mr);
@@ -241,7 +264,7 @@ int cmd_trace(int argc, char **argv)
 	else if (!err)
 		err = session__run(&ss, -1, NULL, NULL);
 	if (!err && (ss.launched || env.so.nbinaries))
-		err = query_provider__check(&qp, env.so.cmd ? env.so.cmd[0]
+		err = query_provider__check(&qp, env.so.cmd ? session__command(&ss)
 						       : env.so.binaries[0]);
 	if (!err && !env.interval)	/* else written at every tick */
 		err = query_provider__read(&qp, &ss, &s);
@@ -249,7 +272,7 @@ int cmd_trace(int argc, char **argv)
 		err = mem_provider__read(&mp, &ss, &mr);
 	if (!err && env.so.cmd && !ss.sites && !s.nrows)
 		sp_warn("'%s' has no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
-			env.so.cmd[0]);
+			session__command(&ss));
 	if (!err && !env.interval) {
 		summary__finish(&s);
 		summary__sort(&s, env.sort);
@@ -260,10 +283,14 @@ int cmd_trace(int argc, char **argv)
 		/* Stored even if the report could not be written: the data
 		 * is kept wherever it can be. */
 		if (db && session__store(&ss, db, env.dbo.label, "live", started,
-					 &s, env.mem ? &mr : NULL) && !err)
-			err = -EIO;
+					 &s, env.mem ? &mr : NULL)) {
+			if (!err)
+				err = -EIO;
+		} else if (db) {
+			stored = true;
+		}
 	}
-	history_db__close(db);
+	cli__db_close(db, env.dbo.db, db_created, !stored);
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);
 	summary__free(&s);

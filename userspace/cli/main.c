@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
 
@@ -63,12 +64,35 @@ static const struct command commands[] = {
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
+static const struct command *find_command(const char *name);
+static void print_candidates(const char *name);
+
+/* `sptrace help` lists the commands; `sptrace help COMMAND` is `sptrace
+ * COMMAND --help`. */
 static int cmd_help(int argc, char **argv)
 {
+	const struct command *c;
 	size_t i;
 
-	(void)argc;
-	(void)argv;
+	if (argc > 2) {
+		sp_err("help: give at most one command (see sptrace help)");
+		return 1;
+	}
+	if (argc == 2 && strcmp(argv[1], "--help") && strcmp(argv[1], "-h")) {
+		char *args[] = { NULL, (char *)"--help", NULL };
+
+		c = find_command(argv[1]);
+		if (!c) {
+			print_candidates(argv[1]);
+			return 1;
+		}
+		if (c->fn != cmd_help) {
+			if (c->fn != cmd_trace)
+				cli__command = c->name;
+			args[0] = (char *)c->name;
+			return c->fn(2, args);
+		}
+	}
 	printf("Usage: sptrace [COMMAND] [OPTIONS]\n\nCommands:\n");
 	for (i = 0; i < NCOMMANDS; i++)
 		printf("  %-10s %s\n", commands[i].name, commands[i].help);
@@ -132,5 +156,7 @@ int main(int argc, char **argv)
 		print_candidates(argv[1]);
 		return 1;
 	}
+	if (c->fn != cmd_trace)
+		cli__command = c->name;
 	return c->fn(argc - 1, argv + 1);
 }

@@ -20,12 +20,18 @@ int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx)
 	err = output__open(path, force, &out);
 	if (err)
 		return err;
+	errno = 0;
 	err = fn(out, ctx);
-	if (err)
-		sp_err("%s: write failed: %s", path ? path : "stdout",
-		       strerror(-err));
-	if (output__close(out, path) && !err)
-		err = -EIO;
+	if (!err)
+		return output__close(out, path);
+	/* One line with the reason the device gave (ENOSPC for a full disk:
+	 * the errno of the write that failed, which the writers turn into a
+	 * generic EIO), not that EIO and then the close's own. */
+	if (err == -EIO && errno && errno != EIO)
+		err = -errno;
+	sp_err("%s: write failed: %s", path ? path : "stdout", strerror(-err));
+	if (out != stdout)
+		fclose(out);
 	return err;
 }
 

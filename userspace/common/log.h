@@ -5,14 +5,16 @@
  * (docs/architecture.md).
  *
  * One place for what sptrace says to the user: errors are one line
- * "sptrace: <what>: <why> (<hint>)"; libbpf's own messages only with -v.
+ * "sptrace: <what>: <why> (<hint>)", control bytes escaped and overlong
+ * words shortened; libbpf's warnings with -v, its debug stream with -vv.
  */
 #ifndef SPTRACE_LOG_H
 #define SPTRACE_LOG_H
 
 #include <stdbool.h>
 
-extern bool sp_verbose;
+extern bool sp_verbose;		/* -v or more */
+extern unsigned int sp_verbosity;	/* how many -v */
 
 void sp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

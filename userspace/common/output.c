@@ -1,13 +1,28 @@
 // SPDX-License-Identifier: MIT
 /* common/ layer (bottom: needs nothing of sptrace but log.c).
- * Files sptrace writes: O_NOFOLLOW always, O_EXCL unless --force, 0600. */
+ * Files sptrace writes: O_NOFOLLOW always, O_EXCL unless --force, 0600; a
+ * character device or FIFO (/dev/null, a pipe) is written as it is.
+ *
+ * output__check() is the one look at every file a command will write,
+ * taken before it does anything that costs (loading BPF, starting the
+ * command, tracing): each problem it can see from here is reported, all of
+ * them at once, so no run is lost to a typo in the last option.
+ */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "log.h"
 #include "output.h"
+
+/* Written as they are: no create, no truncate, no --force needed. */
+static bool is_stream(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode);
+}
 
 /* O_TRUNC keeps an existing file's mode, but what sptrace writes is
  * private: 0600 for a regular file we own (a device or someone else's file
@@ -27,16 +42,21 @@ static int make_private(int fd)
 int output__create(const char *path, enum output_mode mode)
 {
 	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	bool stream;
 	int fd, err;
 
-	if (mode == OUTPUT_NEW)
+	stream = !lstat(path, &st) && is_stream(&st);
+	if (stream)
+		flags &= ~O_CREAT;
+	else if (mode == OUTPUT_NEW)
 		flags |= O_EXCL;
 	else if (mode == OUTPUT_REPLACE)
 		flags |= O_TRUNC;
 	fd = open(path, flags, 0600);
 	if (fd < 0)
 		return -errno;
-	if (mode == OUTPUT_REPLACE) {
+	if (mode == OUTPUT_REPLACE && !stream) {
 		err = make_private(fd);
 		if (err) {
 			close(fd);
@@ -74,6 +94,187 @@ int output__open(const char *path, bool force, FILE **out)
 		return err;
 	}
 	return 0;
+}
+
+/* Where a file that does not exist yet would be: its directory, resolved,
+ * and its name. NULL when the directory cannot be resolved. */
+static char *future_path(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir, *real, *out = NULL;
+
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return NULL;
+	real = realpath(dir, NULL);
+	if (real && asprintf(&out, "%s/%s", real, slash ? slash + 1 : path) < 0)
+		out = NULL;
+	free(real);
+	free(dir);
+	return out;
+}
+
+/* One output's own problems (not those between outputs): reported; 0 or
+ * -errno. */
+static int check_one(const struct output_spec *o, struct stat *st,
+		     bool *exists)
+{
+	const char *p, *slash, *base;
+	char *dir;
+	struct stat ds;
+	int err;
+
+	*exists = false;
+	if (!*o->path) {
+		sp_err("%s '': an empty file name (give a file, or - for stdout)",
+		       o->what);
+		return -EINVAL;
+	}
+	for (p = o->path; *p; p = slash + 1) {
+		slash = strchrnul(p, '/');
+		if (slash - p > NAME_MAX || slash - o->path >= PATH_MAX) {
+			sp_err("%s %s: file name too long (at most %d bytes a "
+			       "name, %d a path)", o->what, o->path, NAME_MAX,
+			       PATH_MAX - 1);
+			return -ENAMETOOLONG;
+		}
+		if (!*slash)
+			break;
+	}
+	if (!lstat(o->path, st)) {
+		*exists = true;
+		if (S_ISLNK(st->st_mode)) {
+			sp_err("%s: is a symbolic link; refusing to write through it",
+			       o->path);
+			return -ELOOP;
+		}
+		if (S_ISDIR(st->st_mode)) {
+			sp_err("%s %s: is a directory (give a file name in it)",
+			       o->what, o->path);
+			return -EISDIR;
+		}
+		if (!S_ISREG(st->st_mode) && !is_stream(st)) {
+			sp_err("%s %s: not a regular file", o->what, o->path);
+			return -EINVAL;
+		}
+		if (S_ISREG(st->st_mode) && !o->force && !o->may_exist) {
+			sp_err("%s: file exists (use --force to overwrite)",
+			       o->path);
+			return -EEXIST;
+		}
+		if (access(o->path, W_OK)) {
+			err = -errno;
+			sp_err("%s %s: cannot write: %s", o->what, o->path,
+			       strerror(-err));
+			return err;
+		}
+		return 0;
+	}
+	err = -errno;
+	if (err != -ENOENT) {
+		sp_err("%s %s: %s", o->what, o->path, strerror(-err));
+		return err;
+	}
+	base = strrchr(o->path, '/');
+	dir = !base ? strdup(".") : base == o->path ? strdup("/") :
+	      strndup(o->path, (size_t)(base - o->path));
+	if (!dir)
+		return -ENOMEM;
+	if (stat(dir, &ds)) {
+		err = -errno;
+		sp_err("%s %s: directory %s %s", o->what, o->path, dir,
+		       err == -ENOENT ? "does not exist" : strerror(-err));
+	} else if (!S_ISDIR(ds.st_mode)) {
+		err = -ENOTDIR;
+		sp_err("%s %s: %s is not a directory", o->what, o->path, dir);
+	} else if (access(dir, W_OK | X_OK)) {
+		err = -errno;
+		sp_err("%s %s: cannot create a file in %s: %s", o->what, o->path,
+		       dir, strerror(-err));
+	} else {
+		err = 0;
+	}
+	free(dir);
+	return err;
+}
+
+/* The same file? Existing ones by inode, new ones by resolved path. */
+struct ident {
+	bool exists, stream;
+	dev_t dev;
+	ino_t ino;
+	char *future;
+};
+
+static bool same_file(const struct ident *a, const struct ident *b)
+{
+	if (a->exists && b->exists)
+		return a->dev == b->dev && a->ino == b->ino;
+	return !a->exists && !b->exists && a->future && b->future &&
+	       !strcmp(a->future, b->future);
+}
+
+int output__check(const struct output_spec *outs, size_t nouts,
+		  const char *const *inputs, size_t ninputs)
+{
+	struct ident id[OUTPUT_CHECK_MAX] = { 0 }, in;
+	bool bad[OUTPUT_CHECK_MAX] = { 0 };
+	struct stat st;
+	size_t i, j;
+	int err = 0;
+
+	if (nouts > OUTPUT_CHECK_MAX)
+		return -E2BIG;
+	for (i = 0; i < nouts; i++) {
+		if (!outs[i].path || !strcmp(outs[i].path, "-"))
+			continue;
+		if (check_one(&outs[i], &st, &id[i].exists)) {
+			bad[i] = true;
+			err = -EINVAL;
+			continue;
+		}
+		if (id[i].exists) {
+			id[i].dev = st.st_dev;
+			id[i].ino = st.st_ino;
+			id[i].stream = is_stream(&st);
+		} else {
+			id[i].future = future_path(outs[i].path);
+		}
+	}
+	for (i = 0; i < nouts; i++) {
+		if (!outs[i].path || !strcmp(outs[i].path, "-") || bad[i] ||
+		    id[i].stream)
+			continue;
+		for (j = 0; j < i; j++) {
+			if (!outs[j].path || !strcmp(outs[j].path, "-") ||
+			    bad[j] || !same_file(&id[i], &id[j]))
+				continue;
+			sp_err("%s %s: the same file as %s %s (give each output "
+			       "its own file)", outs[i].what, outs[i].path,
+			       outs[j].what, outs[j].path);
+			err = -EINVAL;
+		}
+		for (j = 0; j < ninputs; j++) {
+			if (!inputs[j] || stat(inputs[j], &st))
+				continue;
+			in = (struct ident){ .exists = true, .dev = st.st_dev,
+					     .ino = st.st_ino };
+			if (!id[i].exists || !same_file(&id[i], &in))
+				continue;
+			sp_err("%s %s: is the input %s (it would be overwritten "
+			       "before it is read)", outs[i].what, outs[i].path,
+			       inputs[j]);
+			err = -EINVAL;
+		}
+	}
+	for (i = 0; i < nouts; i++)
+		free(id[i].future);
+	return err;
 }
 
 int output__precheck(const char *path, bool force)

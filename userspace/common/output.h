@@ -24,6 +24,24 @@ int output__open(const char *path, bool force, FILE **out);
 /* Before a long trace: refuses an existing file (unless force) or a symlink
  * now, not after the data is collected. 0 or -errno (reported). */
 int output__precheck(const char *path, bool force);
+/* One file a command will write. */
+struct output_spec {
+	const char *path;	/* NULL or "-": stdout */
+	const char *what;	/* the option that names it: "-o", "--summary" */
+	bool force;		/* an existing regular file may be replaced */
+	bool may_exist;		/* an existing file is opened, not replaced (--db) */
+};
+#define OUTPUT_CHECK_MAX 8
+/*
+ * Every output of a command, before it does anything: each is a file name
+ * (not "", not too long), not a directory, a symlink or an existing file
+ * without force, in a directory that exists and is writable; no two are
+ * the same file, and none is one of the inputs (files the command reads).
+ * Character devices and FIFOs (/dev/null) are fine. Every problem found is
+ * reported, one line each. 0 or -EINVAL.
+ */
+int output__check(const struct output_spec *outs, size_t nouts,
+		  const char *const *inputs, size_t ninputs);
 /* Flushes and closes (not stdout); 0 or -errno (reported). */
 int output__close(FILE *f, const char *path);
 

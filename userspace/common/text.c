@@ -173,3 +173,46 @@ int text__flush(FILE *out)
 		return -EIO;
 	return 0;
 }
+
+void text__html(FILE *out, const char *str)
+{
+	const char *p = str;
+	uint32_t cp;
+	int n;
+
+	while (*p) {
+		n = text__utf8_next(p, &cp);
+		if (!n) {
+			fputs("\xef\xbf\xbd", out);
+			p++;
+			continue;
+		}
+		switch (cp) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs("&#39;", out);
+			break;
+		default:
+			/* A reference keeps a control character in the text
+			 * (a raw CR would become LF, a raw ESC is invisible
+			 * noise in the source); tab and newline stay raw. */
+			if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f)
+				fprintf(out, "&#x%x;", (unsigned int)cp);
+			else
+				fwrite(p, 1, (size_t)n, out);
+			break;
+		}
+		p += n;
+	}
+}

@@ -23,6 +23,9 @@ void text__json_string(FILE *out, const char *str);
 /* One RFC 4180 CSV field: quoted if it holds , " CR or LF, quotes doubled;
  * each byte of invalid UTF-8 becomes U+FFFD. */
 void text__csv_field(FILE *out, const char *str);
+/* str as HTML text or attribute value: & < > " ' as entities, invalid
+ * UTF-8 as U+FFFD. */
+void text__html(FILE *out, const char *str);
 
 /* Human-scaled duration into buf: "0ns", "999ns", "1.50us", "12.3ms",
  * "2.01s" (3 significant digits, rounded half up). */

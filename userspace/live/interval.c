@@ -195,6 +195,7 @@ int interval__delta(struct interval *iv, const struct summary *cur,
 
 struct ticker {
 	const struct interval_opts *io;
+	const struct session *ss;
 	struct exited_rows rows;
 	struct interval iv;
 	FILE *out;
@@ -306,7 +307,11 @@ static int tick(struct ticker *t, bool final)
 			head, t->tick, final ? " (final)" : "", dur,
 			io->cumulative ? "cumulative" : "per interval",
 			show.nrows);
-		err = summary_writer__write(t->out, &show, io->ropts);
+		/* The same columns at every tick, whatever this one saw. */
+		struct summary_write_opts ro = *io->ropts;
+
+		ro.all_columns = true;
+		err = summary_writer__write(t->out, &show, &ro);
 		if (!err)
 			err = text__flush(t->out);
 	}
@@ -329,7 +334,10 @@ static int ticker_poll(void *ctx)
 	err = exited_rows__poll(&t->rows);
 	if (err)
 		return err;
-	if (now < t->next_ns)
+	/* session__run() calls once more after it stopped, to drain what was
+	 * counted: that is the final tick's, whatever the grid says (a tick
+	 * here would be a late one, leaving the final tick empty). */
+	if (now < t->next_ns || t->ss->stop_ns)
 		return 0;
 	/* The next tick on the original grid, skipping missed ones. */
 	while (t->next_ns <= now)
@@ -340,7 +348,7 @@ static int ticker_poll(void *ctx)
 int interval__run(struct session *ss, struct query_provider *qp,
 		  const struct interval_opts *io)
 {
-	struct ticker t = { .io = io };
+	struct ticker t = { .io = io, .ss = ss };
 	int err, err2;
 
 	err = output__open(io->output, io->force, &t.out);

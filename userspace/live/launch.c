@@ -16,13 +16,21 @@
 #include "launch.h"
 #include "log.h"
 
-static int resolve_path(const char *cmd, char **out)
+int launch__resolve(const char *cmd, char **out)
 {
 	const char *path = getenv("PATH");
 	const char *p, *end;
 	int err = -ENOENT;
 
 	if (strchr(cmd, '/')) {
+		struct stat st;
+
+		/* access(X_OK) holds for a directory: refuse it here, as
+		 * execv() would, with its reason. */
+		if (stat(cmd, &st))
+			return -errno;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
 		if (access(cmd, X_OK))
 			return -errno;
 		*out = strdup(cmd);
@@ -58,7 +66,7 @@ int launch__fork(struct launch *l, char *const argv[])
 
 	memset(l, 0, sizeof(*l));
 	l->go_fd = l->err_fd = -1;
-	err = resolve_path(argv[0], &l->path);
+	err = launch__resolve(argv[0], &l->path);
 	if (err) {
 		sp_err("cannot start '%s': %s (check the command and PATH)",
 		       argv[0], strerror(-err));

@@ -20,6 +20,9 @@ struct launch {
 /* Resolves argv[0] and forks the child, which waits. 0 or -errno (the
  * error is already reported). */
 int launch__fork(struct launch *l, char *const argv[]);
+/* The file CMD names, looked up as execvp() does (PATH, or the default path
+ * when unset): 0 and *out (malloc'd), or -errno (not reported). */
+int launch__resolve(const char *cmd, char **out);
 /* Lets the child exec. 0, or -errno when exec failed (reported). */
 int launch__go(struct launch *l, const char *cmd);
 void launch__destroy(struct launch *l);

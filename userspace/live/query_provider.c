@@ -275,6 +275,7 @@ static int attach_funcs(struct query_provider *qp, pid_t pid,
 			       strerror(-err));
 			break;
 		}
+		qp->func_found[k] += fns.n;
 		if (fns.throws && fns.n && !qp->o->func_unsafe) {
 			/* A return probe replaces the return address on the
 			 * stack; the C++ unwinder finds no unwind data for it
@@ -556,8 +557,7 @@ static int attach_specs_pid(struct query_provider *qp, pid_t pid)
 	return proc_maps__for_each_exec_file(pid, specs_file, &sp);
 }
 
-int query_provider__check(const struct query_provider *qp,
-			  const char *target)
+static int check_specs(const struct query_provider *qp, const char *target)
 {
 	char wbuf[640], provs[512];
 	size_t i, at = 0;
@@ -586,6 +586,31 @@ int query_provider__check(const struct query_provider *qp,
 		}
 	}
 	return 0;
+}
+
+static int check_funcs(const struct query_provider *qp, const char *target)
+{
+	int k;
+
+	for (k = 0; qp->o && k < qp->o->nfuncs; k++) {
+		if (qp->func_found[k])
+			continue;
+		/* A glob that matches nothing times nothing: a typo, not an
+		 * empty result. */
+		sp_err("--func '%s': no function matches in %s or its libraries "
+		       "(readelf -Ws FILE lists a file's functions)",
+		       qp->o->funcs[k], target);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int query_provider__check(const struct query_provider *qp,
+			  const char *target)
+{
+	int err = check_specs(qp, target);
+
+	return err ? err : check_funcs(qp, target);
 }
 
 /* A --query row's name (see SP_SPEC_NAME in query_abi.h). */
@@ -706,7 +731,7 @@ static int qp_attach_specs(struct query_provider *qp, pid_t pid,
 		snprintf(target, sizeof(target), "pid %d", (int)pid);
 		qp->spec_by_path = true;	/* checked once */
 		/* Not -ENOENT: the session reads that as "exited". */
-		if (query_provider__check(qp, target))
+		if (check_specs(qp, target))
 			return -EINVAL;
 	}
 	return n;
@@ -733,6 +758,15 @@ static int qp_attach(void *ctx, pid_t pid, const char *path)
 		f = attach_funcs_pid(qp, pid);
 	if (f < 0)
 		return f;
+	/* -p: the process is complete now (as for the specs). */
+	if (!path && !qp->func_checked) {
+		char target[32];
+
+		qp->func_checked = true;
+		snprintf(target, sizeof(target), "pid %d", (int)pid);
+		if (check_funcs(qp, target))
+			return -EINVAL;
+	}
 	return n + 2 * f;
 }
 

@@ -33,6 +33,9 @@ struct query_provider {
 	char **providers;		/* USDT providers of the files seen */
 	size_t nproviders;
 	bool spec_by_path;		/* -b or a command: checked at the end */
+	/* --func: per spec the functions it matched; checked like specs. */
+	size_t func_found[SESSION_MAX_FUNCS];
+	bool func_checked;
 	bool follow;			/* --follow: count followed_fd's tgids */
 	int followed_fd;
 	const struct session_opts *o;

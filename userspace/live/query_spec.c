@@ -461,3 +461,27 @@ void query_spec__free(struct query_spec *q)
 	free(q->stack);
 	memset(q, 0, sizeof(*q));
 }
+
+/* The same spec twice (its text, as given: --query S --query S, or a line
+ * of --query-file given again with --query) would count every event twice. */
+static bool same_spec(const struct query_spec *a, const struct query_spec *b)
+{
+	return !strcmp(a->text, b->text);
+}
+
+int query_spec__check_unique(const struct query_spec *v, int n)
+{
+	int i, j;
+
+	for (i = 1; i < n; i++) {
+		for (j = 0; j < i; j++) {
+			if (!same_spec(&v[i], &v[j]))
+				continue;
+			sp_err("%s '%s': the same spec as %s (its rows would "
+			       "count every event twice; give it once)",
+			       v[i].where, v[i].text, v[j].where);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

@@ -61,6 +61,9 @@ const char *query_spec__where(const struct query_spec *q, char *buf,
 /* The label of a line's own rows in messages and outcome rows: its fixed
  * name, its integer prefix, or its BEGIN probe. */
 const char *query_spec__label(const struct query_spec *q);
+/* A spec given twice (--query, --query-file) would count each event
+ * twice: the first repeat is reported. 0 or -EINVAL. */
+int query_spec__check_unique(const struct query_spec *v, int n);
 void query_spec__free(struct query_spec *q);
 
 #endif /* SPTRACE_QUERY_SPEC_H */

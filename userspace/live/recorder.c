@@ -199,6 +199,7 @@ int recorder__run(struct recorder *rec)
 	err = session__start(&rec->ss);
 	if (err)
 		return err;
+	rec->started = true;
 	rec->rb = ring_buffer__new(bpf_map__fd(rec->qp.skel->maps.events),
 				   on_event, rec, NULL);
 	if (!rec->rb) {

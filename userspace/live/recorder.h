@@ -31,6 +31,7 @@ struct recorder {
 	uint64_t filtered;	/* events left out by --only */
 	uint64_t last_flush_ns;
 	int err;		/* first writer error */
+	bool started;		/* the session started: something was traced */
 };
 
 /* Sets up the session of so with the query provider, writing to w; only

@@ -29,38 +29,82 @@
 #include <unistd.h>
 #include "parse.h"
 #include "clock.h"
+#include "elf_notes.h"
+#include "launch.h"
 #include "log.h"
 #include "privileges.h"
 #include "proc_maps.h"
 #include "run_store.h"
 #include "session.h"
 
+/*
+ * -p PID[,PID...]: every element a plain decimal number (no sign, no space,
+ * nothing empty), so a typo is an error instead of a guess. A PID given
+ * twice (-p P,P or -p P -p P) is one target: attaching it twice would make
+ * the second attach find its sites taken.
+ */
 static int parse_pids(struct session_opts *o, const char *arg)
 {
-	char *copy = strdup(arg), *tok, *save = NULL;
-	int err = 0;
+	const char *p = arg, *end;
+	char tok[32];
+	size_t len;
+	long v;
+	int i;
 
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		long v;
+	do {
+		end = strchr(p, ',');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (!len) {
+			sp_err("invalid PID list '%s': %s (expected PID[,PID...])",
+			       arg, !*arg ? "empty" : p == arg ?
+			       "nothing before the first comma" : end ?
+			       "nothing between two commas" :
+			       "nothing after the last comma");
+			return -EINVAL;
+		}
+		snprintf(tok, sizeof(tok), "%.*s", (int)(len < sizeof(tok) ? len :
+						       sizeof(tok) - 1), p);
+		if (len >= sizeof(tok) || strspn(tok, "0123456789") != len ||
+		    parse_long(tok, 1, INT_MAX, &v)) {
+			sp_err("invalid PID '%.*s' (expected a positive decimal "
+			       "number, or a comma-separated list)", (int)len, p);
+			return -EINVAL;
+		}
+		for (i = 0; i < o->npids && o->pids[i] != (pid_t)v; i++)
+			;
+		if (i == o->npids) {
+			if (o->npids == SESSION_MAX_PIDS) {
+				sp_err("too many PIDs (at most %d)",
+				       SESSION_MAX_PIDS);
+				return -EINVAL;
+			}
+			o->pids[o->npids++] = (pid_t)v;
+		}
+		p = end ? end + 1 : NULL;
+	} while (p);
+	return 0;
+}
 
-		if (parse_long(tok, 1, INT_MAX, &v)) {
-			sp_err("invalid PID '%s' (expected a positive number, or a comma-separated list)",
-			       tok);
-			err = -EINVAL;
-			break;
-		}
-		if (o->npids == SESSION_MAX_PIDS) {
-			sp_err("too many PIDs (at most %d)", SESSION_MAX_PIDS);
-			err = -EINVAL;
-			break;
-		}
-		o->pids[o->npids++] = (pid_t)v;
+/* -b PATH: the same file given twice (by the same or another path) is one
+ * target, attached once. */
+static int add_binary(struct session_opts *o, const char *path)
+{
+	struct stat a, b;
+	int i;
+
+	for (i = 0; i < o->nbinaries; i++) {
+		if (!strcmp(o->binaries[i], path))
+			return 0;
+		if (!stat(o->binaries[i], &a) && !stat(path, &b) &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return 0;
 	}
-	free(copy);
-	return err;
+	if (o->nbinaries == SESSION_MAX_PIDS) {
+		sp_err("too many -b (at most %d)", SESSION_MAX_PIDS);
+		return -EINVAL;
+	}
+	o->binaries[o->nbinaries++] = path;
+	return 0;
 }
 
 int session_opts__parse(struct session_opts *o, int c, const char *arg)
@@ -71,15 +115,11 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	case 'p':
 		return parse_pids(o, arg) ? -EINVAL : 1;
 	case 'b':
-		if (o->nbinaries == SESSION_MAX_PIDS) {
-			sp_err("too many -b (at most %d)", SESSION_MAX_PIDS);
-			return -EINVAL;
-		}
-		o->binaries[o->nbinaries++] = arg;
-		return 1;
+		return add_binary(o, arg) ? -EINVAL : 1;
 	case 'd':
 		if (parse_double(arg, 0.001, 1e9, &o->duration_s)) {
-			sp_err("invalid duration '%s' (expected seconds > 0)", arg);
+			sp_err("invalid duration '%s' (expected seconds, from 0.001 "
+			       "to 1e9)", arg);
 			return -EINVAL;
 		}
 		return 1;
@@ -153,6 +193,8 @@ int session_opts__check(const struct session_opts *o)
 		sp_err("give one of -p PID, -b PATH and -- CMD");
 		return -EINVAL;
 	}
+	if (query_spec__check_unique(o->qspecs, o->nqspecs))
+		return -EINVAL;
 	if (o->follow && !o->cmd && !o->npids) {
 		sp_err("--follow follows the processes a command or a -p PID starts (use: sptrace --follow -- CMD, or -p PID --follow; -b traces every process of a file already)");
 		return -EINVAL;
@@ -203,6 +245,84 @@ static uint64_t exec_id(pid_t pid)
 	for (i = 0; i < n; i++)
 		h = (h ^ buf[i]) * 1099511628211ull;
 	return n > 0 ? h : 0;
+}
+
+/*
+ * --func GLOB (no LIB:) applies to the executable, which is known before
+ * anything runs: a glob that matches none of its functions is a typo, and
+ * says so now rather than after the run. LIB:GLOB waits for the libraries
+ * (query_provider__check()).
+ */
+static int precheck_funcs(const struct session_opts *o, const char *exe,
+			  const char *shown)
+{
+	struct elf_functions fns;
+	int k, err = 0;
+
+	for (k = 0; k < o->nfuncs; k++) {
+		if (strchr(o->funcs[k], ':'))
+			continue;
+		if (elf_functions(exe, o->funcs[k], &fns))
+			continue;	/* unreadable: the attach says why */
+		if (!fns.n) {
+			sp_err("--func '%s': no function of %s matches "
+			       "(readelf -Ws FILE lists a file's functions)",
+			       o->funcs[k], shown);
+			err = -EINVAL;
+		}
+		elf_functions__free(&fns);
+	}
+	return err;
+}
+
+int session_opts__precheck(const struct session_opts *o)
+{
+	struct stat st;
+	char *path;
+	int i, err = 0, e;
+
+	for (i = 0; i < o->npids; i++) {
+		if (kill(o->pids[i], 0) && errno == ESRCH) {
+			sp_err("pid %d: no such process (check the PID)",
+			       (int)o->pids[i]);
+			err = -EINVAL;
+		}
+	}
+	for (i = 0; i < o->nbinaries; i++) {
+		if (stat(o->binaries[i], &st)) {
+			e = errno;
+			sp_err("-b %s: %s", o->binaries[i], strerror(e));
+			err = -EINVAL;
+		} else if (!S_ISREG(st.st_mode)) {
+			sp_err("-b %s: not a regular file (give a program or a "
+			       "library)", o->binaries[i]);
+			err = -EINVAL;
+		}
+	}
+	if (o->cmd) {
+		e = launch__resolve(o->cmd[0], &path);
+		if (e) {
+			sp_err("cannot start '%s': %s (check the command and PATH)",
+			       o->cmd[0], strerror(-e));
+			err = -EINVAL;
+		} else {
+			if (precheck_funcs(o, path, o->cmd[0]))
+				err = -EINVAL;
+			free(path);
+		}
+	}
+	for (i = 0; !err && i < o->nbinaries; i++)
+		if (precheck_funcs(o, o->binaries[i], o->binaries[i]))
+			err = -EINVAL;
+	for (i = 0; !err && i < o->npids; i++) {
+		char exe[64], shown[64];
+
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)o->pids[i]);
+		snprintf(shown, sizeof(shown), "pid %d", (int)o->pids[i]);
+		if (precheck_funcs(o, exe, shown))
+			err = -EINVAL;
+	}
+	return err;
 }
 
 static int check_pids_exist(const struct session_opts *o)
@@ -553,6 +673,59 @@ static void scan_binaries(struct session *ss)
 	closedir(d);
 }
 
+/* CMD's "#!" line, if it is a script (a pyenv shim, a wrapper): its probes
+ * are not the program's, which it runs by exec. */
+static void note_script(struct session *ss)
+{
+	char buf[256];
+	ssize_t n;
+	int fd;
+
+	fd = open(ss->launch.path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 2 || buf[0] != '#' || buf[1] != '!')
+		return;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	ss->script = strdup(buf);
+	sp_info("'%s' is a script (%s, %s): what it runs by exec is traced "
+		"from that exec on", ss->o->cmd[0], ss->launch.path, buf);
+}
+
+/* The program the launched command runs now (after any exec). */
+static void note_exe(struct session *ss)
+{
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)ss->launch.pid);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return;
+	path[n] = 0;
+	if (ss->last_exe && !strcmp(ss->last_exe, path))
+		return;
+	free(ss->last_exe);
+	ss->last_exe = strdup(path);
+}
+
+const char *session__command(struct session *ss)
+{
+	const char *cmd = ss->o->cmd ? ss->o->cmd[0] : "";
+
+	if (!ss->script)
+		return cmd;
+	if (!ss->desc &&
+	    asprintf(&ss->desc, "%s (a script, %s, that ran %s)", cmd,
+		     ss->script, ss->last_exe ? ss->last_exe :
+		     "no other program") < 0)
+		ss->desc = NULL;
+	return ss->desc ? ss->desc : cmd;
+}
+
 static int start_command(struct session *ss)
 {
 	int err;
@@ -561,6 +734,7 @@ static int start_command(struct session *ss)
 	if (err)
 		return err;
 	ss->launched = true;
+	note_script(ss);
 	if (ss->o->follow) {
 		err = follow__add(&ss->fol, ss->launch.pid);
 		if (err) {
@@ -727,6 +901,8 @@ static void reap_child(struct session *ss, bool *stop)
 			if (WSTOPSIG(status) == SIGSTOP &&
 			    dl_watch__take_stop(&ss->dlw)) {
 				int n = attach_all(ss, ss->launch.pid, NULL);
+
+				note_exe(ss);
 
 				if (n < 0 && n != -ESRCH)
 					sp_warn("pid %d: attaching new libraries failed: %s",
@@ -924,6 +1100,10 @@ void session__destroy(struct session *ss)
 		}
 		launch__destroy(&ss->launch);
 	}
+	free(ss->script);
+	free(ss->last_exe);
+	free(ss->desc);
+	ss->script = ss->last_exe = ss->desc = NULL;
 	dl_watch__destroy(&ss->dlw);
 	/* After the loader watch, which reports into its ring buffer. */
 	if (ss->fol.skel) {

@@ -102,6 +102,10 @@ struct session {
 	uint64_t next_scan_ns;
 	int stop_signal;
 	uint64_t start_ns, stop_ns;	/* CLOCK_MONOTONIC, armed..disarmed */
+	/* Launch mode: the "#!" line when CMD is a script, the program the
+	 * command last ran (at its loader's last stop), and what messages
+	 * call the command (session__command()). All malloc'd or NULL. */
+	char *script, *last_exe, *desc;
 };
 
 /* Parses the options every tracing command shares; returns 1 if `c` was
@@ -126,6 +130,14 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 void session_opts__free(struct session_opts *o);
 /* Cross-option checks; reports and returns -EINVAL. */
 int session_opts__check(const struct session_opts *o);
+/* The targets as far as they can be checked before anything is loaded:
+ * every -p PID exists, every -b PATH is a file, CMD can be found and run.
+ * Every problem is reported, one line each. 0 or -EINVAL. */
+int session_opts__precheck(const struct session_opts *o);
+/* What messages about the launched command call it: CMD, or for a script
+ * "CMD (a script, #!LINE, that ran PROGRAM)", so an error about probes not
+ * found says which program was really traced. Valid until destroy. */
+const char *session__command(struct session *ss);
 
 struct history_db;
 struct mem_report;

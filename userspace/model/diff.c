@@ -328,9 +328,55 @@ static int table_row(struct text_table *t, const struct diff_row *r,
 	return text_table__add_row(t, text);
 }
 
+/*
+ * Fitting `width` characters (120 by default, docs/formats.md), decided on
+ * titles, not figures, as for the summary table: each shown column counts
+ * as its title plus 3, the Item column as DIFF_FIT_ITEM; while wider,
+ * leave out (pairs together) incremental load, blocked, cache hits, then
+ * Time change, Count change, Self change %. The Item column gets the rest.
+ */
+#define DIFF_FIT_ITEM 24
+
+static unsigned int diff_fit(struct text_col *cols, unsigned int width,
+			     const char **dropped)
+{
+	static const int order[][2] = {
+		{ C_INCR, C_INCR_D }, { C_BLOCKED, C_BLOCKED_D },
+		{ C_CACHE, C_CACHE_D }, { C_TIME_D, -1 }, { C_COUNT_D, -1 },
+		{ C_SELF_PCT, -1 },
+	};
+	unsigned int total = 1 + DIFF_FIT_ITEM + 3, c, i, k, n = 0;
+
+	for (c = C_ITEM + 1; c < NCOLS; c++)
+		if (!cols[c].hidden)
+			total += (unsigned int)strlen(col_titles[c]) + 3;
+	for (i = 0; total > width && i < sizeof(order) / sizeof(order[0]); i++) {
+		for (k = 0; k < 2 && order[i][k] >= 0; k++) {
+			c = (unsigned int)order[i][k];
+			if (cols[c].hidden)
+				continue;
+			cols[c].hidden = true;
+			total -= (unsigned int)strlen(col_titles[c]) + 3;
+			dropped[n++] = col_titles[c];
+		}
+	}
+	c = width > total ? DIFF_FIT_ITEM + (width - total) : DIFF_FIT_ITEM;
+	cols[C_ITEM].max_width = c < NAME_MAX_WIDTH ? c : NAME_MAX_WIDTH;
+	return n;
+}
+
 int diff__write_table(FILE *out, const struct diff *d, const char *base_name,
 		      const char *new_name)
 {
+	return diff__write_table_fit(out, d, base_name, new_name, 0);
+}
+
+int diff__write_table_fit(FILE *out, const struct diff *d,
+			  const char *base_name, const char *new_name,
+			  unsigned int width)
+{
+	const char *dropped[NCOLS];
+	unsigned int ndropped = 0;
 	const struct diff_figs *tb = &d->total.base, *tn = &d->total.new;
 	char bdur[CELL_BUF], ndur[CELL_BUF];
 	char *bname = NULL, *nname = NULL;
@@ -355,6 +401,8 @@ int diff__write_table(FILE *out, const struct diff *d, const char *base_name,
 		!tb->blocked_ns && !tn->blocked_ns;
 	cols[C_INCR].hidden = cols[C_INCR_D].hidden =
 		!tb->incr_load_ns && !tn->incr_load_ns;
+	if (width)
+		ndropped = diff_fit(cols, width, dropped);
 	err = text_table__init(&t, cols, NCOLS);
 	if (!err)
 		err = table_row(&t, &d->total, true);
@@ -374,6 +422,13 @@ int diff__write_table(FILE *out, const struct diff *d, const char *base_name,
 		"duration %s -> %s\n", bname, nname, d->nrows, d->nnew,
 		d->ngone, bdur, ndur);
 	text_table__print(out, &t);
+	if (ndropped) {
+		fprintf(out, "%u columns left out to fit %u characters:",
+			ndropped, width);
+		for (i = 0; i < ndropped; i++)
+			fprintf(out, "%s %s", i ? "," : "", dropped[i]);
+		fputs(" (--wide shows every column)\n", out);
+	}
 	err = text__flush(out);
 cleanup:
 	free(bname);

@@ -70,6 +70,11 @@ bool diff__self_pct(const struct diff_row *r, double *pct);
  */
 int diff__write_table(FILE *out, const struct diff *d, const char *base_name,
 		      const char *new_name);
+/* The same table fitted to `width` characters by leaving out columns
+ * (docs/formats.md; named in a line under it); 0: every column. */
+int diff__write_table_fit(FILE *out, const struct diff *d,
+			  const char *base_name, const char *new_name,
+			  unsigned int width);
 /*
  * {"base": BASE, "new": NEW,
  *  "duration_ns": {"base": N, "new": N, "delta": ±N},

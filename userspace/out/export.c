@@ -168,9 +168,76 @@ static void chrome_other(struct json_writer *w, const struct export_info *info,
 	jsonw__end_object(w);
 }
 
+/* The processes seen, in order of their first event. */
+struct pids {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static int pids_add(struct pids *p, uint32_t pid)
+{
+	size_t i;
+
+	for (i = p->n; i-- > 0; )
+		if (p->v[i] == pid)
+			return 0;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 8;
+		uint32_t *v = realloc(p->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = pid;
+	return 0;
+}
+
+/*
+ * A "process_name" metadata event per process, so Perfetto names a track
+ * group instead of showing a bare PID. The trace file stores no process
+ * names, only the launched command line: the first process seen is that
+ * command, later ones (--follow) its descendants. Without a command line
+ * (-p, -b) the process is named as what it is to sptrace.
+ */
+static void chrome_process_names(struct chrome *c, const struct pids *p,
+				 const struct export_info *info)
+{
+	const char *cmd = info->cmdline && info->cmdline[0] ? info->cmdline : NULL;
+	const char *base = NULL, *sl;
+	size_t i, len = 0;
+
+	if (cmd) {
+		len = strcspn(cmd, " ");
+		base = cmd;
+		for (sl = cmd; sl < cmd + len; sl++)
+			if (*sl == '/')
+				base = sl + 1;
+		len -= (size_t)(base - cmd);
+	}
+	for (i = 0; i < p->n; i++) {
+		char *name = NULL;
+
+		chrome_begin(c, "M", 0, "process_name", NULL, c->base, p->v[i],
+			     p->v[i]);
+		if (cmd && i &&
+		    asprintf(&name, "%.*s: descendant", (int)len, base) < 0)
+			name = NULL;
+		jsonw__name(&c->w, "args");
+		jsonw__start_object(&c->w);
+		jsonw__string_field(&c->w, "name", !cmd ? "traced process" :
+				    !i ? cmd : name ? name : "descendant");
+		jsonw__end_object(&c->w);
+		jsonw__end_object(&c->w);
+		free(name);
+	}
+}
+
 int export__chrome(FILE *out, const struct export_source *src,
 		   const struct export_info *info, struct export_stats *stats)
 {
+	struct pids pids = { 0 };
 	static const struct export_info no_info;
 	struct export_stats local;
 	struct trace_event ev;
@@ -193,7 +260,9 @@ int export__chrome(FILE *out, const struct export_source *src,
 	jsonw__start_array(w);
 	while ((ret = src->next(src->ctx, &ev)) == 1) {
 		stats->events++;
-		ret = replay__event(&r, &ev);
+		ret = pids_add(&pids, ev.pid);
+		if (!ret)
+			ret = replay__event(&r, &ev);
 		if (ret)
 			break;
 		if (ev.kind == SP_EV_THREAD_NAME) {
@@ -219,6 +288,9 @@ int export__chrome(FILE *out, const struct export_source *src,
 	replay__finish(&r);
 	stats_from_replay(stats, &r);
 	replay__free(&r);
+	if (!ret)
+		chrome_process_names(&c, &pids, info);
+	free(pids.v);
 	if (ret < 0)
 		return ret;
 	jsonw__break(w);

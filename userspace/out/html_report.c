@@ -22,6 +22,7 @@
 #include <string.h>
 #include "diff.h"
 #include "html_report.h"
+#include "html_trace.h"
 #include "json_writer.h"
 #include "mem_report.h"
 #include "text.h"
@@ -34,23 +35,31 @@
 #define NS_BUF 24
 
 static const char css[] =
-	"body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }\n"
+	"body { font: 14px/1.4 system-ui, sans-serif; margin: 1em; color: #222; }\n"
 	"h1 { font-size: 1.4em; margin: 0 0 .3em; }\n"
+	"h2 { font-size: 1.15em; margin: 1.2em 0 .4em; }\n"
 	".meta { margin: 0 0 1em; color: #444; }\n"
 	".meta div { margin: .1em 0; }\n"
 	".warn { color: #8a4b00; }\n"
 	".runname { font-family: ui-monospace, monospace; white-space: pre-wrap; }\n"
 	"table { border-collapse: collapse; }\n"
+	/* The table scrolls sideways inside its box, never the page, and the
+	 * names stay in view while it does. */
+	".tablewrap { overflow-x: auto; max-width: 100%; }\n"
+	"#order { color: #444; margin: 0 0 .3em; }\n"
 	"#queries { font-size: 13px; }\n"
-	"#queries th, #queries td { padding: .25em .6em; border-bottom: 1px solid #ddd; white-space: nowrap; }\n"
+	"#queries th, #queries td { padding: .2em .45em; border-bottom: 1px solid #ddd; white-space: nowrap; }\n"
 	"#queries td { text-align: right; font-variant-numeric: tabular-nums; }\n"
-	"#queries td.name { text-align: left; font-family: ui-monospace, monospace; white-space: pre; max-width: 40em; overflow: hidden; text-overflow: ellipsis; }\n"
-	"#queries thead th { position: sticky; top: 0; background: #f3f3f3; cursor: pointer; user-select: none; text-align: right; }\n"
-	"#queries thead th.name { text-align: left; }\n"
+	"#queries .name { position: sticky; left: 0; z-index: 1; background: #fff; box-shadow: 1px 0 0 #ddd; }\n"
+	"#queries td.name { text-align: left; font-family: ui-monospace, monospace; white-space: pre; max-width: 22em; overflow: hidden; text-overflow: ellipsis; }\n"
+	/* Headers wrap at their spaces ("Cache hits"): the figures, not the
+	 * titles, set a column's width. */
+	"#queries thead th { background: #f3f3f3; cursor: pointer; user-select: none; text-align: right; white-space: normal; vertical-align: bottom; }\n"
+	"#queries thead th.name { text-align: left; z-index: 2; }\n"
 	"#queries thead th:hover, #queries thead th:focus { background: #e2e8f0; }\n"
 	"#queries thead th[aria-sort] { background: #dbe6f5; }\n"
-	".ind { display: inline-block; width: 1em; color: #1a56a6; }\n"
-	".ind:empty::after { content: \"\\21c5\"; color: #aaa; }\n"
+	/* Empty unless sorted: it keeps no room that would wrap a title. */
+	".ind { color: #1a56a6; margin-left: .15em; }\n"
 	"tbody.total td { font-weight: 600; background: #fafafa; border-bottom: 2px solid #999; }\n"
 	"#rows tr { cursor: pointer; }\n"
 	"#rows tr:hover td { background: #f5f8fc; }\n"
@@ -59,25 +68,35 @@ static const char css[] =
 	"td.d.down { color: #1b6e20; background: #e8f5e9; }\n"
 	"td.d.neutral { color: #777; }\n"
 	"#queries thead th.d { background: #eaeaf4; }\n"
-	"#panel { border: 1px solid #bcc8d8; border-radius: 4px; padding: .6em 1em; margin: 0 0 1em; background: #fcfdff; }\n"
+	"#panel { border: 1px solid #bcc8d8; border-radius: 4px; padding: .6em 1em; margin: 1em 0; background: #fcfdff; }\n"
 	"#panel h2 { font-size: 1.1em; margin: 0 0 .4em; }\n"
 	"#panel-name { font-family: ui-monospace, monospace; white-space: pre-wrap; }\n"
 	"#panel-stats th, #panel-stats td { padding: .15em .6em; text-align: right; }\n"
 	"#panel-close { float: right; }\n"
 	"svg text { font: 11px system-ui, sans-serif; fill: #333; }\n"
 	"svg .axis { stroke: #888; stroke-width: 1; }\n"
-	"svg .xl { text-anchor: middle; }\n"
+	"svg .grid { stroke: #eee; stroke-width: 1; }\n"
+	"svg .xl, svg .xt { text-anchor: middle; }\n"
 	"svg .yl { text-anchor: end; }\n"
+	"svg .yt { text-anchor: middle; }\n"
 	"svg .bar.new { fill: #3b73c4; fill-opacity: .85; }\n"
 	"svg .bar.base { fill: #f0a030; fill-opacity: .85; }\n"
-	"svg .pl { stroke: #b3261e; stroke-dasharray: 3 3; }\n"
-	"svg .pt { fill: #b3261e; }\n"
+	"svg .pl { stroke-dasharray: 4 3; stroke-width: 1.5; }\n"
+	"svg .pl.new { stroke: #1a3f7a; } svg .pt.new { fill: #1a3f7a; }\n"
+	"svg .pl.base { stroke: #b35f00; } svg .pt.base { fill: #b35f00; }\n"
 	".legend span { display: inline-block; margin-right: 1.2em; }\n"
 	".key { display: inline-block; width: .9em; height: .9em; vertical-align: middle; margin-right: .3em; }\n"
 	".k-new { background: #3b73c4; } .k-base { background: #f0a030; }\n"
 	"svg .s-rss { stroke: #3b73c4; } svg .s-heap { stroke: #c0392b; } svg .s-typed { stroke: #27ae60; }\n"
 	"svg polyline { fill: none; stroke-width: 1.5; }\n"
 	".k-rss { background: #3b73c4; } .k-heap { background: #c0392b; } .k-typed { background: #27ae60; }\n"
+	"svg.icicle, svg.threads { width: 100%; height: auto; }\n"
+	"svg .fr > rect { stroke: #fff; stroke-width: .5; }\n"
+	"svg .fr.k0 > rect { fill: #f2b66d; } svg .fr.k1 > rect { fill: #eb9a4f; } svg .fr.k2 > rect { fill: #f5cf8a; } svg .fr.k3 > rect { fill: #e68a3c; }\n"
+	"svg .fr.root > rect { fill: #ccc; }\n"
+	"svg .fr text, svg .lane text { font-size: 11px; }\n"
+	"svg .sl { fill: #3b73c4; fill-opacity: .8; }\n"
+	"svg .sl:nth-of-type(2n) { fill: #6b93d4; }\n"
 	"footer { margin-top: 2em; color: #777; font-size: .9em; }\n";
 
 static const char script[] =
@@ -88,7 +107,16 @@ static const char script[] =
 	"var head = table.tHead.rows[0].cells;\n"
 	"var body = document.getElementById('rows');\n"
 	"var panel = document.getElementById('panel');\n"
-	"var sorted = -1, dir = 0;\n"
+	"var order = document.getElementById('order');\n"
+	"/* The order the file wrote the rows in: the column marked aria-sort, if\n"
+	" * any (the caption says what it is otherwise). */\n"
+	"var sorted = -1, dir = 0, i;\n"
+	"\n"
+	"for (i = 0; i < head.length; i++)\n"
+	"	if (head[i].hasAttribute('aria-sort')) {\n"
+	"		sorted = i;\n"
+	"		dir = head[i].getAttribute('aria-sort') === 'descending' ? -1 : 1;\n"
+	"	}\n"
 	"\n"
 	"function val(td, num) {\n"
 	"	return num ? parseFloat(td.getAttribute('data-v')) : td.textContent;\n"
@@ -117,6 +145,10 @@ static const char script[] =
 	"	}\n"
 	"	th.setAttribute('aria-sort', d < 0 ? 'descending' : 'ascending');\n"
 	"	th.querySelector('.ind').textContent = d < 0 ? '\\u25bc' : '\\u25b2';\n"
+	"	order.textContent = 'Rows by ' + th.getAttribute('data-title') + ', ' +\n"
+	"		(num ? (d < 0 ? 'largest first' : 'smallest first') :\n"
+	"		 (d < 0 ? 'Z to A' : 'A to Z')) +\n"
+	"		'; click a column to sort, a query for its histogram.';\n"
 	"	sorted = c;\n"
 	"	dir = d;\n"
 	"}\n"
@@ -142,11 +174,12 @@ static const char script[] =
 	"}\n"
 	"\n"
 	"/* The histogram as SVG markup: numbers and our own labels only, never a\n"
-	" * name. Bars span their buckets on a log scale. */\n"
+	" * name. Both axes are logarithmic: latency buckets are 3% wide whatever\n"
+	" * their size, and a bucket of 1 must show beside one of 100,000. */\n"
 	"function histSvg(n, b) {\n"
-	"	var W = 760, H = 240, L = 56, R = 16, T = 12, B = 34;\n"
+	"	var W = 760, H = 280, L = 64, R = 16, T = 40, B = 46;\n"
 	"	var all = (n ? n.bins : []).concat(b ? b.bins : []);\n"
-	"	var lo = Infinity, hi = 0, top = 0, s, k, d0, d1;\n"
+	"	var lo = Infinity, hi = 0, top = 0, bw = Infinity, s, k, d0, d1, ytop;\n"
 	"\n"
 	"	if (!all.length)\n"
 	"		return '<p class=\"empty\">No completed invocations.</p>';\n"
@@ -154,19 +187,34 @@ static const char script[] =
 	"		lo = Math.min(lo, x[0]);\n"
 	"		hi = Math.max(hi, x[1]);\n"
 	"		top = Math.max(top, x[2]);\n"
+	"		if (x[0] >= 64)\n"
+	"			bw = Math.min(bw, lg(x[1]) - lg(x[0]));\n"
 	"	});\n"
-	"	/* The buckets' span with a margin, at least 0.4 decade (x2.5, so\n"
-	"	 * one tick at least); ticks at 1, 2 and 5 times powers of ten,\n"
-	"	 * powers only when wide. */\n"
+	"	if (!isFinite(bw))\n"
+	"		bw = 0.0128;\n"
+	"	/* At least 24 buckets across, so a bar is a bar and not a hairline;\n"
+	"	 * and at least 0.72 decade, so two ticks at least: ticks at 1, 2\n"
+	"	 * and 5 times powers of ten, powers only when wide. */\n"
 	"	d0 = lg(lo);\n"
 	"	d1 = lg(hi);\n"
-	"	k = Math.max((d1 - d0) * 0.05, (0.4 - (d1 - d0)) / 2, 0.02);\n"
+	"	k = Math.max(2 * bw, (Math.max(24 * bw, 0.72) - (d1 - d0)) / 2);\n"
 	"	d0 -= k;\n"
 	"	d1 += k;\n"
+	"	/* Counts from 0.5 (the baseline) to the next power of ten. */\n"
+	"	ytop = Math.max(1, Math.ceil(lg(top) + 1e-9));\n"
 	"	function X(v) { return L + (lg(v) - d0) / (d1 - d0) * (W - L - R); }\n"
-	"	function Y(c) { return T + (H - T - B) * (1 - c / top); }\n"
+	"	function Y(c) {\n"
+	"		return T + (H - T - B) * (1 - (Math.log(c) / Math.LN10 + 0.30103) /\n"
+	"					  (ytop + 0.30103));\n"
+	"	}\n"
 	"	s = '<svg class=\"hist\" viewBox=\"0 0 ' + W + ' ' + H + '\" width=\"' + W +\n"
 	"		'\" height=\"' + H + '\" role=\"img\" aria-label=\"latency histogram\">';\n"
+	"	for (k = 0; k <= ytop; k++) {\n"
+	"		var y = Y(Math.pow(10, k)).toFixed(1);\n"
+	"		s += '<line class=\"grid\" x1=\"' + L + '\" y1=\"' + y + '\" x2=\"' + (W - R) +\n"
+	"			'\" y2=\"' + y + '\"/><text class=\"yl\" x=\"' + (L - 6) + '\" y=\"' +\n"
+	"			(+y + 4) + '\">' + Math.pow(10, k) + '</text>';\n"
+	"	}\n"
 	"	s += '<line class=\"axis\" x1=\"' + L + '\" y1=\"' + (H - B) + '\" x2=\"' +\n"
 	"		(W - R) + '\" y2=\"' + (H - B) + '\"/>';\n"
 	"	s += '<line class=\"axis\" x1=\"' + L + '\" y1=\"' + T + '\" x2=\"' + L +\n"
@@ -183,13 +231,13 @@ static const char script[] =
 	"				'\">' + tick(m, k) + '</text>';\n"
 	"		});\n"
 	"	}\n"
-	"	s += '<text class=\"yl\" x=\"' + (L - 6) + '\" y=\"' + (T + 4) + '\">' + top +\n"
-	"		'</text><text class=\"yl\" x=\"' + (L - 6) + '\" y=\"' + (H - B) +\n"
-	"		'\">0</text>';\n"
+	"	s += '<text class=\"xt\" x=\"' + ((L + W - R) / 2) + '\" y=\"' + (H - 6) +\n"
+	"		'\">latency (log scale)</text><text class=\"yt\" transform=\"translate(14 ' +\n"
+	"		((T + H - B) / 2) + ') rotate(-90)\">invocations (log scale)</text>';\n"
 	"	/* With both runs, each bucket is split: base left, run right. */\n"
 	"	function bars(side, cls, half) {\n"
 	"		side.bins.forEach(function (x) {\n"
-	"			var x0 = X(x[0]), w = Math.max(X(x[1]) - x0, 1.5), y = Y(x[2]);\n"
+	"			var x0 = X(x[0]), w = Math.max(X(x[1]) - x0 - 1, 3), y = Y(x[2]);\n"
 	"			if (half) {\n"
 	"				w /= 2;\n"
 	"				if (cls === 'new')\n"
@@ -203,17 +251,30 @@ static const char script[] =
 	"				(cls === 'base' ? ' (base)' : '') + '</title></rect>';\n"
 	"		});\n"
 	"	}\n"
-	"	if (b)\n"
-	"		bars(b, 'base', !!n);\n"
-	"	if (n) {\n"
-	"		bars(n, 'new', !!b);\n"
+	"	/* Each run's p50, p90 and p99 as dashed lines in its colour, labelled\n"
+	"	 * above the plot: the run's to the right of its line, the base's to\n"
+	"	 * the left, one row per percentile. */\n"
+	"	function pcts(side, cls) {\n"
 	"		['p50', 'p90', 'p99'].forEach(function (p, i) {\n"
-	"			var x = X(n.st[i + 1][0]).toFixed(1);\n"
-	"			s += '<line class=\"pl\" x1=\"' + x + '\" y1=\"' + T + '\" x2=\"' + x +\n"
-	"				'\" y2=\"' + (H - B) + '\"/><text class=\"pt\" x=\"' + x +\n"
-	"				'\" y=\"' + (T + 10 + 11 * i) + '\">' + p + '</text>';\n"
+	"			var v = side.st[i + 1][0], x = X(v);\n"
+	"			s += '<line class=\"pl ' + cls + '\" data-p=\"' + p + '\" data-v=\"' + v +\n"
+	"				'\" x1=\"' + x.toFixed(1) + '\" y1=\"' + (T - 4) + '\" x2=\"' +\n"
+	"				x.toFixed(1) + '\" y2=\"' + (H - B) + '\"><title>' +\n"
+	"				(cls === 'base' ? 'base ' : '') + p + ' ' + side.st[i + 1][1] +\n"
+	"				'</title></line><text class=\"pt ' + cls + '\" x=\"' +\n"
+	"				(cls === 'base' ? x - 3 : x + 3).toFixed(1) + '\" y=\"' +\n"
+	"				(11 * (i + 1)) + '\"' + (cls === 'base' ?\n"
+	"				' text-anchor=\"end\"' : '') + '>' + p + '</text>';\n"
 	"		});\n"
 	"	}\n"
+	"	if (b)\n"
+	"		bars(b, 'base', !!n);\n"
+	"	if (n)\n"
+	"		bars(n, 'new', !!b);\n"
+	"	if (n)\n"
+	"		pcts(n, 'new');\n"
+	"	if (b)\n"
+	"		pcts(b, 'base');\n"
 	"	return s + '</svg>';\n"
 	"}\n"
 	"\n"
@@ -238,7 +299,8 @@ static const char script[] =
 	"}\n"
 	"\n"
 	"/* \"Zoom\" into one query: its figures and histogram, with the base run's\n"
-	" * beside them when there is one. */\n"
+	" * beside them when there is one. The panel sits below the table, so\n"
+	" * opening it never moves the row that was clicked. */\n"
 	"function show(tr) {\n"
 	"	var r = data.rows[+tr.getAttribute('data-i')];\n"
 	"	var st = document.getElementById('panel-stats');\n"
@@ -261,10 +323,9 @@ static const char script[] =
 	"		body.rows[i].setAttribute('aria-selected',\n"
 	"					  body.rows[i] === tr ? 'true' : 'false');\n"
 	"	panel.hidden = false;\n"
-	"	panel.scrollIntoView({ block: 'nearest' });\n"
 	"}\n"
 	"\n"
-	"for (var i = 0; i < head.length; i++) {\n"
+	"for (i = 0; i < head.length; i++) {\n"
 	"	head[i].addEventListener('click', sortBy.bind(null, i));\n"
 	"	head[i].addEventListener('keydown', function (c, e) {\n"
 	"		if (e.key === 'Enter' || e.key === ' ') {\n"
@@ -305,49 +366,6 @@ enum html_delta html_report__delta_class(uint64_t base, uint64_t new,
 const char *html_report__delta_name(enum html_delta d)
 {
 	return d == HTML_UP ? "up" : d == HTML_DOWN ? "down" : "neutral";
-}
-
-void html_report__escape(FILE *out, const char *str)
-{
-	const char *p = str;
-	uint32_t cp;
-	int n;
-
-	while (*p) {
-		n = text__utf8_next(p, &cp);
-		if (!n) {
-			fputs("\xef\xbf\xbd", out);
-			p++;
-			continue;
-		}
-		switch (cp) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&#39;", out);
-			break;
-		default:
-			/* A reference keeps a control character in the text
-			 * (a raw CR would become LF, a raw ESC is invisible
-			 * noise in the source); tab and newline stay raw. */
-			if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f)
-				fprintf(out, "&#x%x;", (unsigned int)cp);
-			else
-				fwrite(p, 1, (size_t)n, out);
-			break;
-		}
-		p += n;
-	}
 }
 
 /* One row of the table: a query of the run, its base-run twin, or both. */
@@ -570,13 +588,17 @@ static const char *const delta_titles[][2] = {
 	{ "d_count", "\xce\x94 count" }, { "d_count_pct", "\xce\x94 count %" },
 };
 
+/* A column header; `sorted` marks the column the rows are written in
+ * (descending), so the page says its order before any click. */
 static void th(FILE *out, const char *key, const char *title, bool num,
-	       const char *cls)
+	       const char *cls, bool sorted)
 {
 	fprintf(out, "<th scope=\"col\" tabindex=\"0\" data-col=\"%s\" "
-		"data-type=\"%s\"%s%s%s>%s<span class=\"ind\"></span></th>",
-		key, num ? "num" : "text", cls ? " class=\"" : "",
-		cls ? cls : "", cls ? "\"" : "", title);
+		"data-type=\"%s\" data-title=\"%s\"%s%s%s%s>%s<span "
+		"class=\"ind\">%s</span></th>", key, num ? "num" : "text", title,
+		cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "",
+		sorted ? " aria-sort=\"descending\"" : "", title,
+		sorted ? "\xe2\x96\xbc" : "");
 }
 
 static double pct_of(uint64_t v, uint64_t total)
@@ -600,7 +622,9 @@ static void row_cells(FILE *out, const struct model *m,
 	td_u64(out, st->cache_hits);
 	td_ns(out, st->blocked_ns);
 	td_ns(out, st->incr_load_ns);
-	if (total) {
+	/* Percentiles of the Total row, and any of a query that never
+	 * completed, are undefined: "-", not 0ns. */
+	if (total || !st->count) {
 		fputs("<td data-v=\"0\">-</td><td data-v=\"0\">-</td>"
 		      "<td data-v=\"0\">-</td>", out);
 	} else {
@@ -608,7 +632,10 @@ static void row_cells(FILE *out, const struct model *m,
 		td_ns(out, r->p90_ns);
 		td_ns(out, r->p99_ns);
 	}
-	td_ns(out, st->max_ns);
+	if (st->count)
+		td_ns(out, st->max_ns);
+	else
+		fputs("<td data-v=\"0\">-</td>", out);
 	if (!m->base)
 		return;
 	td_delta(out, bst->self_ns, st->self_ns, true);
@@ -623,16 +650,22 @@ static void write_table(FILE *out, const struct model *m)
 	};
 	unsigned int i, c;
 
-	fputs("<table id=\"queries\">\n<thead><tr>", out);
+	/* Without a base the rows come sorted by self time (summary__finish);
+	 * with one, in diff__build()'s order, which no column holds. */
+	fprintf(out, "<p id=\"order\">Rows by %s; click a column to sort, a "
+		"query for its histogram.</p>\n<div class=\"tablewrap\">"
+		"<table id=\"queries\">\n<thead><tr>", m->base ?
+		"the size of the self-time change, largest first" :
+		"self time, largest first");
 	for (c = 0; c < NCOLS; c++)
 		th(out, col_keys[c], col_titles[c], c != C_NAME,
-		   c == C_NAME ? "name" : NULL);
+		   c == C_NAME ? "name" : NULL, !m->base && c == C_SELF);
 	for (c = 0; m->base && c < sizeof(delta_titles) / sizeof(delta_titles[0]); c++)
-		th(out, delta_titles[c][0], delta_titles[c][1], true, "d");
+		th(out, delta_titles[c][0], delta_titles[c][1], true, "d", false);
 	if (m->base)
-		th(out, "status", "Status", false, NULL);
+		th(out, "status", "Status", false, NULL, false);
 	if (m->per_pid)
-		th(out, "pid", "PID", true, NULL);
+		th(out, "pid", "PID", true, NULL, false);
 	fputs("</tr></thead>\n<tbody class=\"total\"><tr data-i=\"-1\">"
 	      "<td class=\"name\">Total</td>", out);
 	row_cells(out, m, &m->tn, NULL, &m->tb, true);
@@ -646,7 +679,7 @@ static void write_table(FILE *out, const struct model *m)
 
 		fprintf(out, "<tr tabindex=\"0\" data-i=\"%u\"><td class=\"name\">",
 			i);
-		html_report__escape(out, r->name);
+		text__html(out, r->name);
 		fputs("</td>", out);
 		row_cells(out, m, &n->st, n, &b->st, false);
 		if (m->base)
@@ -655,7 +688,7 @@ static void write_table(FILE *out, const struct model *m)
 			fprintf(out, "<td data-v=\"%u\">%u</td>", n->pid, n->pid);
 		fputs("</tr>\n", out);
 	}
-	fputs("</tbody>\n</table>\n", out);
+	fputs("</tbody>\n</table></div>\n", out);
 }
 
 /* ---- the data block: numbers and our own labels, never a name ----------- */
@@ -755,48 +788,58 @@ static uint64_t point_value(const struct mem_point *p, unsigned int which)
 	       : which == 1 ? p->heap_live_bytes : p->typed_live_bytes;
 }
 
+/*
+ * The memory timeline: one chart per series, each on its own axis from 0
+ * to its peak. RSS is often a thousand times the live heap; on one shared
+ * axis the heap and typed lines sit invisible on zero.
+ */
 static void write_timeline(FILE *out, const struct mem_report *mr)
 {
 	static const char *const keys[] = { "rss", "heap", "typed" };
 	static const char *const labels[] = { "RSS", "heap live", "typed live" };
-	const double W = 760, H = 260, L = 76, R = 16, T = 12, B = 34;
+	const double W = 760, H = 150, L = 76, R = 16, T = 12, B = 30;
 	const struct mem_timeline *tl = &mr->tl;
-	uint64_t tmax = 1, ymax = 1, peak[3] = { 0 };
+	uint64_t tmax = 1, peak[3] = { 0 };
 	char a[NS_BUF], b[NS_BUF];
-	unsigned int i, k;
+	unsigned int i, k, j;
+	double y;
 
 	for (i = 0; i < tl->n; i++) {
 		if (tl->v[i].t_ns > tmax)
 			tmax = tl->v[i].t_ns;
-		for (k = 0; k < 3; k++) {
-			uint64_t v = point_value(&tl->v[i], k);
-
-			if (v > peak[k])
-				peak[k] = v;
-			if (v > ymax)
-				ymax = v;
-		}
+		for (k = 0; k < 3; k++)
+			if (point_value(&tl->v[i], k) > peak[k])
+				peak[k] = point_value(&tl->v[i], k);
 	}
-	fputs("<section id=\"memory\"><h2>Memory over time</h2>\n", out);
-	fprintf(out, "<svg class=\"timeline\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
-		"height=\"%.0f\" role=\"img\" aria-label=\"memory timeline\" "
-		"data-points=\"%u\">", W, H, W, H, tl->n);
-	fprintf(out, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" "
-		"y2=\"%.0f\"/><line class=\"axis\" x1=\"%.0f\" y1=\"%.0f\" "
-		"x2=\"%.0f\" y2=\"%.0f\"/>", L, H - B, W - R, H - B, L, T, L,
-		H - B);
-	mem_report__fmt_bytes(a, sizeof(a), ymax);
-	fprintf(out, "<text class=\"yl\" x=\"%.0f\" y=\"%.0f\">%s</text>"
-		"<text class=\"yl\" x=\"%.0f\" y=\"%.0f\">0</text>", L - 6, T + 4,
-		a, L - 6, H - B);
 	text__fmt_ns(a, sizeof(a), tmax);
-	fprintf(out, "<text class=\"xl\" x=\"%.0f\" y=\"%.0f\">0s</text>"
-		"<text class=\"xl\" x=\"%.0f\" y=\"%.0f\">%s</text>", L,
-		H - B + 18, W - R, H - B + 18, a);
+	fputs("<section id=\"memory\"><h2>Memory over time</h2>\n", out);
 	for (k = 0; k < 3; k++) {
 		/* Nothing typed or no heap traced: no flat line at 0. */
 		if (!peak[k])
 			continue;
+		mem_report__fmt_bytes(b, sizeof(b), peak[k]);
+		fprintf(out, "<div class=\"legend\"><span><span class=\"key k-%s\">"
+			"</span>%s, peak %s</span></div>\n", keys[k], labels[k], b);
+		fprintf(out, "<svg class=\"timeline\" viewBox=\"0 0 %.0f %.0f\" "
+			"width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\""
+			"%s over time\" data-points=\"%u\">", W, H, W, H, labels[k],
+			tl->n);
+		fprintf(out, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" "
+			"y2=\"%.0f\"/><line class=\"axis\" x1=\"%.0f\" y1=\"%.0f\" "
+			"x2=\"%.0f\" y2=\"%.0f\"/>", L, H - B, W - R, H - B, L, T, L,
+			H - B);
+		for (j = 0; j <= 2; j++) {
+			y = T + (H - T - B) * (1.0 - j / 2.0);
+			mem_report__fmt_bytes(b, sizeof(b), peak[k] / 2 * j +
+					      (j == 2 ? peak[k] % 2 : 0));
+			fprintf(out, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" "
+				"x2=\"%.0f\" y2=\"%.1f\"/><text class=\"yl\" x=\"%.0f\" "
+				"y=\"%.1f\">%s</text>", L + 1, y, W - R, y, L - 6,
+				y + 4, j ? b : "0");
+		}
+		fprintf(out, "<text class=\"xl\" x=\"%.0f\" y=\"%.0f\">0s</text>"
+			"<text class=\"yl\" x=\"%.0f\" y=\"%.0f\">%s</text>", L,
+			H - B + 16, W - R, H - B + 16, a);
 		fprintf(out, "<polyline class=\"s-%s\" data-peak=\"%" PRIu64
 			"\" points=\"", keys[k], peak[k]);
 		for (i = 0; i < tl->n; i++) {
@@ -805,19 +848,11 @@ static void write_timeline(FILE *out, const struct mem_report *mr)
 			fprintf(out, "%s%.1f,%.1f", i ? " " : "",
 				L + (W - L - R) * (double)p->t_ns / (double)tmax,
 				T + (H - T - B) * (1.0 - (double)point_value(p, k) /
-							 (double)ymax));
+							 (double)peak[k]));
 		}
-		fputs("\"/>", out);
+		fputs("\"/></svg>\n", out);
 	}
-	fputs("</svg>\n<div class=\"legend\">", out);
-	for (k = 0; k < 3; k++) {
-		if (!peak[k])
-			continue;
-		mem_report__fmt_bytes(b, sizeof(b), peak[k]);
-		fprintf(out, "<span><span class=\"key k-%s\"></span>%s, peak %s</span>",
-			keys[k], labels[k], b);
-	}
-	fputs("</div></section>\n", out);
+	fputs("</section>\n", out);
 }
 
 /* ---- the page ----------------------------------------------------------- */
@@ -831,12 +866,12 @@ static void write_run_meta(FILE *out, const char *what,
 	text__fmt_ns(dur, sizeof(dur), s->duration_ns);
 	text__fmt_ns(self, sizeof(self), s->total_self_ns);
 	fprintf(out, "<div>%s: <span class=\"runname\">", what);
-	html_report__escape(out, r->name ? r->name : "-");
+	text__html(out, r->name ? r->name : "-");
 	fprintf(out, "</span>, duration %s, %u queries, self time %s",
 		dur, s->nrows, self);
 	if (r->info) {
 		fputs(", <span class=\"runname\">", out);
-		html_report__escape(out, r->info);
+		text__html(out, r->info);
 		fputs("</span>", out);
 	}
 	fputs("</div>\n", out);
@@ -868,9 +903,9 @@ int html_report__write(FILE *out, const char *title, const struct html_run *run,
 	      "<meta name=\"viewport\" content=\"width=device-width\">\n"
 	      "<meta name=\"generator\" content=\"sptrace " SPTRACE_VERSION "\">\n"
 	      "<title>", out);
-	html_report__escape(out, title);
+	text__html(out, title);
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", css);
-	html_report__escape(out, title);
+	text__html(out, title);
 	fputs("</h1>\n<div class=\"meta\">\n", out);
 	write_run_meta(out, "Run", run);
 	if (base)
@@ -880,19 +915,26 @@ int html_report__write(FILE *out, const char *title, const struct html_run *run,
 			"base and at least %uus or %u invocation; "
 			"hover for the two figures.</div>\n", HTML_DELTA_PCT,
 			HTML_DELTA_FLOOR_NS / 1000, HTML_DELTA_FLOOR_COUNT);
-	fputs("<div>Click a column to sort, a query for its histogram.</div>\n"
-	      "</div>\n", out);
+	fputs("</div>\n", out);
+	write_table(out, &m);
 	fputs("<section id=\"panel\" hidden><button type=\"button\" id=\"panel-close\">"
 	      "Close</button><h2>Query <span id=\"panel-name\"></span></h2>"
 	      "<table id=\"panel-stats\"></table><div id=\"panel-hist\"></div>", out);
+	fputs("<div class=\"legend\"><span><span class=\"key k-new\"></span>"
+	      "run</span>", out);
 	if (base)
-		fputs("<div class=\"legend\"><span><span class=\"key k-new\"></span>"
-		      "run</span><span><span class=\"key k-base\"></span>base"
-		      "</span></div>", out);
-	fputs("</section>\n", out);
-	write_table(out, &m);
+		fputs("<span><span class=\"key k-base\"></span>base</span>", out);
+	fputs("<span>dashed lines: p50, p90, p99 of each run</span></div>"
+	      "</section>\n", out);
 	if (run->mr && run->mr->timeline_on && run->mr->tl.n)
 		write_timeline(out, run->mr);
+	if (run->trace) {
+		err = html_trace__write(out, run->trace, run->s->duration_ns);
+		if (err) {
+			model_free(&m);
+			return err;
+		}
+	}
 	write_data(out, &m);
 	fprintf(out, "<footer>sptrace " SPTRACE_VERSION "</footer>\n<script>\n%s"
 		"</script>\n</body>\n</html>\n", script);

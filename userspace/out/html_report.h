@@ -20,6 +20,9 @@ struct html_run {
 	const char *info;		/* NULL or one more line (command, host, date) */
 	const struct summary *s;	/* finished */
 	const struct mem_report *mr;	/* NULL, or its timeline is drawn */
+	/* NULL, or the file the run was read from: a trace file adds the
+	 * icicle of its stacks and the timeline of its threads. */
+	const char *trace;
 };
 
 /*
@@ -47,9 +50,5 @@ const char *html_report__delta_name(enum html_delta d);
  */
 int html_report__write(FILE *out, const char *title, const struct html_run *run,
 		       const struct html_run *base);
-
-/* str as HTML text or attribute value: & < > " ' as entities, controls as
- * numeric references, each byte of invalid UTF-8 as U+FFFD. */
-void html_report__escape(FILE *out, const char *str);
 
 #endif /* SPTRACE_HTML_REPORT_H */

@@ -43,7 +43,9 @@ int summary_writer__write(FILE *out, const struct summary *s,
 	switch (opts->format) {
 	case SUMMARY_TABLE:
 		to = (struct table_opts){ .hist = opts->hist,
-					  .percent_above = opts->percent_above };
+					  .percent_above = opts->percent_above,
+					  .all_columns = opts->all_columns,
+					  .width = opts->width };
 		return table__write(out, s, &to);
 	case SUMMARY_JSON:
 		err = json_out__write(out, s);

@@ -20,6 +20,8 @@ struct summary_write_opts {
 	enum summary_format format;
 	bool hist;              /* table: print each query's histogram as ASCII bars */
 	double percent_above;   /* table: hide rows whose self% <= this (0 = show all) */
+	bool all_columns;	/* table: see table_opts */
+	unsigned int width;	/* table: see table_opts (0: --wide) */
 };
 
 /* "table", "json", "csv" -> 0, anything else -EINVAL. */

@@ -155,14 +155,19 @@ static void cell(const struct summary *s, const struct line *l, enum col c,
 		break;
 	case COL_P50:
 	case COL_P99:
-		if (l->total)
+		/* Undefined for the Total line and for a query that never
+		 * completed (count 0): "-", not 0ns. */
+		if (l->total || !st->count)
 			snprintf(buf, len, "-");
 		else
 			text__fmt_ns(buf, len, c == COL_P50 ? l->p50_ns :
 							      l->p99_ns);
 		break;
 	case COL_MAX:
-		text__fmt_ns(buf, len, st->max_ns);
+		if (!st->count)
+			snprintf(buf, len, "-");
+		else
+			text__fmt_ns(buf, len, st->max_ns);
 		break;
 	default:
 		buf[0] = '\0';
@@ -197,10 +202,88 @@ static int line_add(struct text_table *t, const struct summary *s,
 	return text_table__add_row(t, text);
 }
 
+/*
+ * Fitting the table in opts->width characters (120 by default; --wide for
+ * all). The rule looks at which columns are shown and at their titles, not
+ * at the figures, so a series of --interval tables keeps one layout:
+ *
+ *   each column counts as its title's width (a duration column as at least
+ *   FIT_FIGURE, room for "12.3ms" and "1.50us") plus 3 for its border, the
+ *   Item column as its widest name up to FIT_ITEM_MIN (as FIT_ITEM_MIN with
+ *   --interval, whose names change from tick to tick); while that is wider
+ *   than the limit, columns
+ *   are left out in fit_drop order; then the Item column gets what is left,
+ *   at most NAME_MAX_WIDTH, and longer names end in "...".
+ *
+ * A line under the table names the columns left out.
+ */
+#define FIT_FIGURE 7
+#define FIT_ITEM_MIN 24
+
+static const enum col fit_drop[] = {
+	COL_PCT,	/* Self time / Total's: the same order, one more figure */
+	COL_P50,
+	COL_INCR,
+	COL_BLOCKED,
+	COL_CACHE,
+	COL_TIME,
+};
+
+static unsigned int fit_estimate(enum col c)
+{
+	unsigned int w = (unsigned int)strlen(col_titles[c]);
+
+	if (c != COL_COUNT && c != COL_CACHE && c != COL_PCT && w < FIT_FIGURE)
+		w = FIT_FIGURE;
+	return w + 3;
+}
+
+/* Hides columns of cols[] by the rule above; fills dropped[] (names) and
+ * returns how many; sets the Item column's max_width. */
+static unsigned int table__fit(struct text_col *cols, unsigned int width,
+			       unsigned int item, const char **dropped)
+{
+	unsigned int total, c, i, n = 0;
+
+	if (item > FIT_ITEM_MIN)
+		item = FIT_ITEM_MIN;
+	total = 1 + item + 3;
+
+	for (c = COL_ITEM + 1; c < NCOLS; c++)
+		if (!cols[c].hidden)
+			total += fit_estimate(c);
+	for (i = 0; total > width && i < sizeof(fit_drop) / sizeof(fit_drop[0]); i++) {
+		c = fit_drop[i];
+		if (cols[c].hidden)
+			continue;
+		cols[c].hidden = true;
+		total -= fit_estimate(c);
+		dropped[n++] = col_titles[c];
+	}
+	c = width > total ? item + (width - total) : item;
+	cols[COL_ITEM].max_width = c < NAME_MAX_WIDTH ? c : NAME_MAX_WIDTH;
+	return n;
+}
+
+static void fit_footer(FILE *out, const char *const *dropped, unsigned int n,
+		       unsigned int width)
+{
+	unsigned int i;
+
+	if (!n)
+		return;
+	fprintf(out, "%u %s left out to fit %u characters:", n,
+		n == 1 ? "column" : "columns", width);
+	for (i = 0; i < n; i++)
+		fprintf(out, "%s %s", i ? "," : "", dropped[i]);
+	fputs(" (--wide shows every column)\n", out);
+}
+
 /* Item is left-aligned and cut at NAME_MAX_WIDTH, figures right-aligned;
  * optional columns hidden when zero for every query. */
 static int table_build(struct text_table *t, const struct summary *s,
-		       const struct table_opts *opts)
+		       const struct table_opts *opts, unsigned int item,
+		       const char **dropped, unsigned int *ndropped)
 {
 	struct sp_query_stats total = { 0 };
 	struct text_col cols[NCOLS];
@@ -212,7 +295,7 @@ static int table_build(struct text_table *t, const struct summary *s,
 		cols[c] = (struct text_col){
 			.title = col_titles[c],
 			.align = c == COL_ITEM ? TEXT_LEFT : TEXT_RIGHT,
-			.hidden = c > COL_COUNT,
+			.hidden = c > COL_COUNT && !opts->all_columns,
 			.max_width = c == COL_ITEM ? NAME_MAX_WIDTH : 0,
 		};
 	}
@@ -222,6 +305,8 @@ static int table_build(struct text_table *t, const struct summary *s,
 			if (col_value(&s->rows[i], c))
 				cols[c].hidden = false;
 	}
+	*ndropped = opts->width ? table__fit(cols, opts->width, item, dropped)
+				: 0;
 	err = text_table__init(t, cols, NCOLS);
 	if (err)
 		return err;
@@ -338,20 +423,56 @@ int table__hist_print(FILE *out, const struct sp_query_row *r)
 	return 0;
 }
 
+/* The line under the table that says what --percent-above left out. */
+static void hidden_rows_footer(FILE *out, const struct summary *s,
+			       const struct table_opts *opts)
+{
+	uint64_t self = 0;
+	unsigned int i, n = 0;
+	char buf[NS_BUF];
+
+	for (i = 0; i < s->nrows; i++) {
+		if (row_shown(s, &s->rows[i], opts))
+			continue;
+		n++;
+		self += s->rows[i].st.self_ns;
+	}
+	if (!n)
+		return;
+	text__fmt_ns(buf, sizeof(buf), self);
+	fprintf(out, "%u %s with at most %g%% of the self time each not shown "
+		"(self time %s, %.2f%% in all; --percent-above %g)\n", n,
+		n == 1 ? "row" : "rows", opts->percent_above, buf,
+		self_pct(s, self), opts->percent_above);
+}
+
 int table__write(FILE *out, const struct summary *s,
 		 const struct table_opts *opts)
 {
 	static const struct table_opts defaults;
+	const char *dropped[NCOLS];
+	struct table_opts full;
+	unsigned int i, ndropped = 0;
 	char dur[NS_BUF];
 	struct text_table t;
-	unsigned int i;
 	int err;
 
 	if (!s->finished)
 		return -EINVAL;
 	if (!opts)
 		opts = &defaults;
-	err = table_build(&t, s, opts);
+	/* The widest name first (a table at full width), then the table the
+	 * fit rule makes of it. */
+	full = *opts;
+	full.width = 0;
+	err = table_build(&t, s, &full, FIT_ITEM_MIN, dropped, &ndropped);
+	if (!err && opts->width) {
+		unsigned int item = opts->all_columns ? FIT_ITEM_MIN :
+				    t.width[COL_ITEM];
+
+		text_table__free(&t);
+		err = table_build(&t, s, opts, item, dropped, &ndropped);
+	}
 	if (err)
 		goto cleanup;
 
@@ -359,6 +480,8 @@ int table__write(FILE *out, const struct summary *s,
 	fprintf(out, "sptrace: %u queries, duration %s\n", s->nrows, dur);
 	/* A stream error shows in text__flush(). */
 	text_table__print(out, &t);
+	fit_footer(out, dropped, ndropped, opts->width);
+	hidden_rows_footer(out, s, opts);
 
 	err = table__warn_errors(out, s);
 	for (i = 0; !err && opts->hist && i < s->nrows; i++) {

@@ -13,7 +13,16 @@
 struct table_opts {
 	bool hist;              /* print each query's histogram as ASCII bars */
 	double percent_above;   /* hide rows whose self% <= this (0 = show all) */
+	/* Every optional column (cache hits, blocked, incremental load), not
+	 * only those non-zero in this summary, so that a series of tables
+	 * (--interval) keeps its columns from one to the next. */
+	bool all_columns;
+	/* Fit this many characters (the rule above table__write() in
+	 * table.c, docs/formats.md); 0 prints every column (--wide). */
+	unsigned int width;
 };
+/* The width tables fit by default (--wide: no limit). */
+#define TABLE_DEFAULT_WIDTH 120
 
 /* The finished summary (-EINVAL otherwise) as a table, its warnings, and
  * with opts->hist the bars. 0 or -errno (-EIO on a write error); opts may

@@ -718,6 +718,15 @@ static int read_header(struct trace_reader *r, char *err, size_t errlen)
 			    strerror((int)-got));
 	n = (size_t)got;
 	if (memcmp(fixed, trace_magic, n < 8 ? n : 8)) {
+		/* A JSON summary is the likely mistake: say so, and where it
+		 * can go, rather than its bytes. */
+		for (i = 0; i < n && strchr(" \t\r\n", fixed[i]); i++)
+			;
+		if (i < n && fixed[i] == '{')
+			return fail(err, errlen, -EINVAL,
+				    "%s: this is a JSON summary, not a trace file "
+				    "(sptrace record writes those): use diff or "
+				    "report, which read both", r->path);
 		for (i = 0; i < sizeof(trace_magic) && i < n; i++)
 			hlen += (size_t)sprintf(hex + hlen, "%s%02x",
 						i ? " " : "", fixed[i]);

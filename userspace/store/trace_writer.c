@@ -552,6 +552,7 @@ int trace_writer__open(const char *path, bool force,
 	uint8_t *hdr = NULL;
 	size_t hdr_len;
 	bool created = false;
+	struct stat st;
 	int err;
 
 	*out = NULL;
@@ -570,7 +571,9 @@ int trace_writer__open(const char *path, bool force,
 		err = w->fd;
 		goto cleanup;
 	}
-	created = !force;
+	/* A device or FIFO (/dev/null, a pipe to a compressor) is written as
+	 * it is, as every output is (output.c): never removed on failure. */
+	created = !force && !fstat(w->fd, &st) && S_ISREG(st.st_mode);
 	err = write_all(w->fd, hdr, hdr_len);
 	if (err)
 		goto cleanup;
