@@ -356,6 +356,32 @@ def test_many_processes():
         eq(stop_serve(serve), 0, "many processes: serve exits 0")
 
 
+def test_shared_address_space():
+    """A task that shares a -b process's address space without being one
+    of its threads (LeakSanitizer's tracer at the exit of every ASan-built
+    process, a vfork child before its exec) is a part of that process:
+    one process seen exiting, not two. The host's task lives 1 s, across
+    several /proc scans."""
+    serve, url = start_serve(["--keep-exited", "0", "-b", HOST])
+    if not url:
+        stop_serve(serve)
+        return
+    try:
+        t = host_truth(run([HOST, "--names", "1", "--rounds", "5",
+                            "--pause-ms", "2", "--vm-child-ms", "1000"]).stdout)
+        s = wait_for(lambda: (lambda s: s if value(
+            s, "sptrace_evicted_rows_total") == 1 else None)(samples(url)),
+            "the host evicted")
+        if s:
+            eq(value(s, "sptrace_exited_processes_total"), 1.0,
+               "a host and its CLONE_VM task: one process seen exiting")
+            eq(value(s, "sptrace_query_invocations_total", query="q00000",
+                     pid=0), float(t["invocations_per_name"]),
+               "the host's invocations, under pid 0")
+    finally:
+        eq(stop_serve(serve), 0, "shared address space: serve exits 0")
+
+
 def test_mem():
     """--mem: the memory gauges per type, against mem_typed's truth
     (tests/hosts/mem_typed.c)."""
@@ -430,6 +456,7 @@ try:
 finally:
     eq(stop_serve(serve), 0, "serve exits 0 on Ctrl-C")
 test_many_processes()
+test_shared_address_space()
 test_mem()
 test_listen_policy()
 finish()
