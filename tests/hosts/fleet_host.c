@@ -5,6 +5,7 @@
  *
  *   fleet_host [--names N] [--rounds K] [--pause-ms M] [--spin-us U]
  *              [--slow-every S --slow-us V] [--wait] [--times FILE]
+ *              [--vm-child-ms C]
  *
  * One round: for each of the N names (heap strings "q00000", "q00001",
  * ...) one query of U us (busy-wait) and one cache hit. Every S-th round
@@ -18,12 +19,14 @@
  * probes and the CLOCK_REALTIME right after its END probe (what a scrape's
  * timestamp is compared with), written at the end.
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <sp_probe.h>
 #include "gt_spin.h"
 
@@ -41,10 +44,34 @@ static void on_go(int sig)
 	go = 1;
 }
 
+static int vm_child(void *arg)
+{
+	usleep((useconds_t)(long)arg * 1000);
+	return 0;
+}
+
+/* A task in our address space, not a thread, as LSan's tracer is. */
+static int run_vm_child(long ms)
+{
+	size_t size = 256 * 1024;
+	char *stack = malloc(size);
+	int pid, status = 0;
+
+	if (!stack)
+		return 1;
+	pid = clone(vm_child, stack + size, CLONE_VM | SIGCHLD, (void *)ms);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		free(stack);
+		return 1;
+	}
+	free(stack);
+	return !WIFEXITED(status) || WEXITSTATUS(status);
+}
+
 int main(int argc, char **argv)
 {
 	long names = 4, rounds = 0, pause_ms = 10, spin_us = 100;
-	long slow_every = 0, slow_us = 0, k, i;
+	long slow_every = 0, slow_us = 0, vm_child_ms = 0, k, i;
 	uint64_t lat_sum = 0, t0, t1, start, (*times)[2] = NULL;
 	size_t ntimes = 0, cap = 0;
 	const char *times_path = NULL;
@@ -66,6 +93,8 @@ int main(int argc, char **argv)
 			slow_every = atol(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--slow-us"))
 			slow_us = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--vm-child-ms"))
+			vm_child_ms = atol(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--times"))
 			times_path = argv[++i];
 		else {
@@ -148,5 +177,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < names; i++)
 		free(v[i]);
 	free(v);
+	if (vm_child_ms && run_vm_child(vm_child_ms))
+		return 1;
 	return 0;
 }

@@ -14,10 +14,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "clock.h"
@@ -214,6 +216,24 @@ static int fold_old(struct exited_rows *f, uint64_t now)
 }
 
 /*
+ * A task that shares its parent's address space is a part of the parent,
+ * not one more process, though /proc lists it with the parent's
+ * executable: LeakSanitizer's tracer, cloned (CLONE_VM, no CLONE_THREAD)
+ * at the exit of every ASan-built target, or a vfork child before its
+ * exec. Counted, it would be one more process seen exiting. If it execs
+ * the binary, a later scan finds it with an address space of its own.
+ */
+static bool shares_parent_vm(uint32_t pid)
+{
+	uint64_t t;
+	int ppid;
+
+	if (proc_pid__start_time((int)pid, &t, &ppid) || ppid <= 0)
+		return false;
+	return syscall(SYS_kcmp, (pid_t)pid, (pid_t)ppid, KCMP_VM, 0, 0) == 0;
+}
+
+/*
  * Processes are labelled when first seen; one that ran and exited between
  * two reads would be seen only dead, unlabelled. So the targets are
  * looked for between reads too: -p pids at once, and every
@@ -259,7 +279,8 @@ int exited_rows__poll(struct exited_rows *f)
 			if (ss->bin_ids[i].dev == (uint64_t)st.st_dev &&
 			    ss->bin_ids[i].ino == (uint64_t)st.st_ino)
 				break;
-		if (i < o->nbinaries && !proc_get(f, (uint32_t)pid)) {
+		if (i < o->nbinaries && !shares_parent_vm((uint32_t)pid) &&
+		    !proc_get(f, (uint32_t)pid)) {
 			closedir(d);
 			return -ENOMEM;
 		}
