@@ -56,10 +56,20 @@ class Browser:
                     "binary": CHROMIUM,
                     "args": ["--headless=new", "--no-sandbox",
                              "--disable-gpu", "--disable-dev-shm-usage",
+                             # No network but loopback here: without these
+                             # Chromium spends its start-up on refused
+                             # connections and failed look-ups.
+                             "--disable-background-networking",
+                             "--disable-component-update",
+                             "--disable-sync", "--no-first-run",
+                             "--disable-quic",
                              "--user-data-dir=" + self.profile,
                              "--window-size=%d,%d" % (width, height)],
                 }}}}
-            self.sid = self._call("POST", "/session", caps)["sessionId"]
+            # A cold Chromium on a loaded 2-CPU machine can take minutes to
+            # start; page calls keep the 60 s limit.
+            self.sid = self._call("POST", "/session", caps,
+                                  timeout=240)["sessionId"]
         except BaseException:
             self.close()
             raise
