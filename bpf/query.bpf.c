@@ -22,6 +22,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/usdt.bpf.h>
 #include <sptrace/query_abi.h>
+#include <sptrace/batch_abi.h>
 #include <sptrace/hist.h>
 #include <sptrace/qstack.h>
 #include <sptrace/spec_norm.h>
@@ -152,6 +153,16 @@ struct {
  * (or the reverse) would see half of the pairs while the loader works.
  */
 volatile bool armed;
+/* CLOCK_MONOTONIC when the loader armed and disarmed (0: not yet): batched
+ * records, timed in the host, count only in between. */
+volatile __u64 armed_ns;
+volatile __u64 disarmed_ns;
+/* Batched records stamped with the TSC: the loader's calibration against
+ * CLOCK_MONOTONIC (a TSC reading, the clock at that reading, ns per tick
+ * << SP_TSC_SHIFT). */
+volatile __u64 tsc_base;
+volatile __u64 tsc_ns_base;
+volatile __u64 tsc_mult;
 
 /* Set before load by `sptrace record`: every event also goes to `events`,
  * with the very timestamp aggregation uses. */
@@ -167,12 +178,16 @@ const volatile bool follow = false;
 const volatile struct sp_spec_line spec_lines[SP_SPEC_MAX_LINES];
 const volatile __u32 spec_ntracks = 0;
 
-/* Does the current process count? With --follow, only followed ones. */
+/* Does process tgid count? With --follow, only followed ones. */
+static __always_inline bool traced_tgid(__u32 tgid)
+{
+	return !follow || bpf_map_lookup_elem(&followed, &tgid);
+}
+
+/* Does the current process count? */
 static __always_inline bool traced(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	return !follow || bpf_map_lookup_elem(&followed, &tgid);
+	return traced_tgid(bpf_get_current_pid_tgid() >> 32);
 }
 
 /* Counting is on (see `armed`) and the current process counts. */
@@ -258,7 +273,10 @@ static __always_inline void capture_name(const struct sp_query_key *key)
 	n = bpf_map_lookup_elem(&names, key);
 	if (!n)
 		return;
-	if (bpf_probe_read_user_str(n->str, sizeof(n->str),
+	/* Not from another process: the stop drain of batched records runs
+	 * in sptrace's context. */
+	if ((bpf_get_current_pid_tgid() >> 32) != key->tgid ||
+	    bpf_probe_read_user_str(n->str, sizeof(n->str),
 				    (const void *)key->name) <= 0) {
 		n->str[0] = 0;	/* userspace retries through /proc/PID/mem */
 		count_error(SP_ERR_NAME_READ, 1);
@@ -314,14 +332,12 @@ static __always_inline void hist_add(__u32 tgid, __u64 name, __u64 ns)
  * entries it is the stack pointer, saved in the frame so that frames a
  * longjmp or an exception skipped can be recognised and dropped.
  */
-static __always_inline int begin(__u64 name, __u32 kind, __u32 ev, __u64 sp)
+static __always_inline int begin_at(__u64 id, __u64 now, __u64 name,
+				    __u32 kind, __u32 ev, __u64 sp)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	struct sp_thread_stack *st;
 	__u32 n;
 
-	if (!counting())
-		return 0;
 	emit(ev, id, now, name, 0, 0);
 	st = thread_stack((__u32)id, id >> 32, true);
 	if (!st)
@@ -340,9 +356,24 @@ static __always_inline int begin(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 	return 0;
 }
 
+/* Defined with the batched events below: a per-event probe first drains
+ * the thread's rings, whose records all came before it. Global, so the
+ * verifier checks it once per program, not once per caller's path. */
+int drain_before_event(__u64 id);
+
+static __always_inline int begin(__u64 name, __u32 kind, __u32 ev, __u64 sp)
+{
+	if (!counting())
+		return 0;
+	return begin_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), name,
+			kind, ev, sp);
+}
+
 static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
 				    __u32 ev)
 {
+	if (counting())
+		drain_before_event(bpf_get_current_pid_tgid());
 	return begin(sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
@@ -379,16 +410,14 @@ add_closed(__u32 tgid, const struct sp_closed *c)
 }
 
 /* END of an interval; `sp` as for begin(), for --func returns. */
-static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
+static __always_inline int end_at(__u64 id, __u64 now, __u64 name,
+				  __u32 kind, __u32 ev, __u64 sp)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32;
 	struct sp_thread_stack *st;
 	struct sp_closed c = {};
 	int r;
 
-	if (!counting())
-		return 0;
 	emit(ev, id, now, name, 0, 0);
 	st = thread_stack((__u32)id, tgid, false);
 	if (!st) {
@@ -415,8 +444,18 @@ static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 	return 0;
 }
 
+static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
+{
+	if (!counting())
+		return 0;
+	return end_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), name,
+		      kind, ev, sp);
+}
+
 static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 {
+	if (counting())
+		drain_before_event(bpf_get_current_pid_tgid());
 	return end(sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
@@ -457,18 +496,24 @@ int sp_incr_load_end(struct pt_regs *ctx)
 	return on_end(ctx, SP_FRAME_INCR_LOAD, SP_EV_INCR_LOAD_END);
 }
 
-SEC("uprobe")
-int sp_cache_hit(struct pt_regs *ctx)
+static __always_inline void cache_hit_at(__u64 id, __u64 now, __u64 name)
 {
-	__u64 id = bpf_get_current_pid_tgid(), name = sp_probe_arg(ctx, 0);
 	struct sp_query_stats *row;
 
-	if (!counting())
-		return 0;
-	emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
+	emit(SP_EV_CACHE_HIT, id, now, name, 0, 0);
 	row = query_row(id >> 32, name);
 	if (row)
 		row->cache_hits++;
+}
+
+SEC("uprobe")
+int sp_cache_hit(struct pt_regs *ctx)
+{
+	if (counting())
+		drain_before_event(bpf_get_current_pid_tgid());
+	if (counting())
+		cache_hit_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
+			     sp_probe_arg(ctx, 0));
 	return 0;
 }
 
@@ -914,6 +959,410 @@ int sp_free(struct pt_regs *ctx)
 	return 0;
 }
 
+/* ---- batched events ------------------------------------------------------
+ * With batching on (sp_probe.h, BATCHED EVENTS), the query probes of a file
+ * append records to a per-thread ring in the host and only sp:flush traps.
+ * Each flush registers its ring under the thread, then drains every ring
+ * the thread registered (one per instrumented object), merging them by the
+ * host's timestamps, through the same begin_at()/end_at() as single events:
+ * the maps and the arithmetic are those of the per-event path.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_DEFAULT_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct sp_batch_reg);
+} batch_rings SEC(".maps");
+
+/* A drain in progress: per ring the next record, the end, and the record
+ * at the head (bpf_loop callbacks keep their state in a map). */
+struct sp_drain_state {
+	__u64 addr[SP_BATCH_MAX_RINGS];
+	__u64 pos[SP_BATCH_MAX_RINGS];
+	__u64 end[SP_BATCH_MAX_RINGS];
+	struct sp_batch_rec head[SP_BATCH_MAX_RINGS];
+	__u64 id;
+	__u64 lost;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_drain_state);
+} drain_state SEC(".maps");
+
+/* A copy of each ring's records, read with one bpf_probe_read_user per
+ * ring and drain (a read per record cost more than the record's work).
+ * Twice the ring: the verifier bounds offset and size separately. */
+struct sp_ring_copy {
+	struct sp_batch_rec rec[2 * SP_BATCH_CAP];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_BATCH_MAX_RINGS);
+	__type(key, __u32);
+	__type(value, struct sp_ring_copy);
+} ring_copy SEC(".maps");
+
+/* Filled by sptrace at stop with what it read from the rings itself. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_batch_feed);
+} batch_feed SEC(".maps");
+
+/*
+ * One record of thread `id`, with its own timestamp. A global function: the
+ * verifier checks it once, not once per path of the drain loops around it.
+ */
+static __always_inline __u64 ticks_ns(__u64 t)
+{
+	__u64 m = tsc_mult;
+
+	return (t >> SP_TSC_SHIFT) * m +
+	       (((t & ((1ull << SP_TSC_SHIFT) - 1)) * m) >> SP_TSC_SHIFT);
+}
+
+__noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
+			   __u64 arg)
+{
+	struct sp_thread_stack *st;
+	__u32 kind, ev;
+
+	if (bkind & SP_BK_TSC) {
+		if (!tsc_mult)
+			return 0;	/* no calibration: not ours */
+		now = now >= tsc_base ? tsc_ns_base + ticks_ns(now - tsc_base)
+				      : tsc_ns_base - ticks_ns(tsc_base - now);
+		if (bkind == (SP_BK_PAUSE | SP_BK_TSC))
+			arg = ticks_ns(arg);
+		bkind &= ~SP_BK_TSC;
+	}
+
+	if (now < armed_ns || (disarmed_ns && now >= disarmed_ns))
+		return 0;	/* before arming (a stale ring) or after disarming */
+	switch (bkind) {
+	case SP_BK_QUERY_BEGIN:
+		kind = SP_FRAME_QUERY; ev = SP_EV_QUERY_BEGIN; break;
+	case SP_BK_QUERY_END:
+		kind = SP_FRAME_QUERY; ev = SP_EV_QUERY_END; break;
+	case SP_BK_BLOCKED_BEGIN:
+		kind = SP_FRAME_BLOCKED; ev = SP_EV_BLOCKED_BEGIN; break;
+	case SP_BK_BLOCKED_END:
+		kind = SP_FRAME_BLOCKED; ev = SP_EV_BLOCKED_END; break;
+	case SP_BK_INCR_LOAD_BEGIN:
+		kind = SP_FRAME_INCR_LOAD; ev = SP_EV_INCR_LOAD_BEGIN; break;
+	case SP_BK_INCR_LOAD_END:
+		kind = SP_FRAME_INCR_LOAD; ev = SP_EV_INCR_LOAD_END; break;
+	case SP_BK_CACHE_HIT:
+		cache_hit_at(id, now, name);
+		return 0;
+	case SP_BK_PAUSE:
+		st = thread_stack((__u32)id, id >> 32, false);
+		if (st)
+			sp_stack_shift(st, now, arg);
+		return 0;
+	default:
+		return 0;
+	}
+	if (bkind & 1)
+		return begin_at(id, now, name, kind, ev, 0);
+	return end_at(id, now, name, kind, ev, 0);
+}
+
+static __always_inline void batch_apply(__u64 id, const struct sp_batch_rec *r)
+{
+	batch_event(id, r->ts, r->name, r->kind, r->arg);
+}
+
+/* Copies records [pos, end) of ring k to its slots of ring_copy (two
+ * reads when they wrap). On a fault the ring is given up, counted. */
+static __always_inline void ring_load(struct sp_drain_state *s, __u32 k)
+{
+	__u64 pos, cnt, first, n1, n2, addr;
+	struct sp_ring_copy *c;
+	__u32 key = k;
+
+	k &= SP_BATCH_MAX_RINGS - 1;
+	pos = s->pos[k];
+	cnt = s->end[k] - pos;
+	addr = s->addr[k];
+	if (!cnt || cnt > SP_BATCH_CAP)
+		return;
+	c = bpf_map_lookup_elem(&ring_copy, &key);
+	if (!c)
+		return;
+	first = pos & (SP_BATCH_CAP - 1);
+	n1 = SP_BATCH_CAP - first;
+	if (n1 > cnt)
+		n1 = cnt;
+	n2 = cnt - n1;
+	n1 &= 2 * SP_BATCH_CAP - 1;
+	n2 &= 2 * SP_BATCH_CAP - 1;
+	if (bpf_probe_read_user(&c->rec[first], n1 * sizeof(struct sp_batch_rec),
+				(const void *)(addr + SP_BATCH_REC_OFF +
+					       first * sizeof(struct sp_batch_rec))) ||
+	    (n2 && bpf_probe_read_user(&c->rec[0], n2 * sizeof(struct sp_batch_rec),
+				       (const void *)(addr + SP_BATCH_REC_OFF)))) {
+		s->lost += cnt;
+		s->end[k & (SP_BATCH_MAX_RINGS - 1)] = pos;
+	}
+}
+
+/* Loads the head record of ring k from its copy; ends the ring at an
+ * uncommitted one (an append a signal interrupted: drained next time). */
+static __always_inline void ring_head(struct sp_drain_state *s, __u32 k)
+{
+	struct sp_ring_copy *c;
+	__u32 key = k;
+	__u64 pos;
+
+	k &= SP_BATCH_MAX_RINGS - 1;
+	pos = s->pos[k];
+	if (pos >= s->end[k])
+		return;
+	c = bpf_map_lookup_elem(&ring_copy, &key);
+	k &= SP_BATCH_MAX_RINGS - 1;
+	if (!c) {
+		s->end[k] = pos;
+		return;
+	}
+	s->head[k] = c->rec[pos & (SP_BATCH_CAP - 1)];
+	if (s->head[k].commit != (__u32)(pos + 1))
+		s->end[k] = pos;
+}
+
+static long drain_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0, k, best = SP_BATCH_MAX_RINGS;
+	struct sp_drain_state *s;
+	__u64 ts = ~0ull;
+
+	(void)i;
+	(void)ctx;
+	s = bpf_map_lookup_elem(&drain_state, &zero);
+	if (!s)
+		return 1;
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+		if (s->pos[k] < s->end[k] && s->head[k].ts < ts) {
+			ts = s->head[k].ts;
+			best = k;
+		}
+	if (best >= SP_BATCH_MAX_RINGS)
+		return 1;
+	batch_apply(s->id, &s->head[best]);
+	s->pos[best]++;
+	ring_head(s, best);
+	return 0;
+}
+
+/* Every registered ring of thread `id`, oldest record first. */
+static __always_inline void batch_drain(struct sp_batch_reg *reg, __u64 id)
+{
+	struct { __u64 magic, seq; } h;
+	struct sp_drain_state *s;
+	__u32 zero = 0, k, dummy = 0;
+	__u64 c;
+
+	s = bpf_map_lookup_elem(&drain_state, &zero);
+	if (!s)
+		return;
+	/* sptrace may be feeding this thread's records from its own read of
+	 * the rings (sp_batch_feed): they stay for the next flush. */
+	if (__sync_val_compare_and_swap(&reg->busy, 0, 1))
+		return;
+	s->id = id;
+	s->lost = 0;
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++) {
+		s->pos[k] = s->end[k] = 0;
+		if (k >= reg->n)
+			continue;
+		if (bpf_probe_read_user(&h, sizeof(h), (const void *)reg->addr[k]) ||
+		    h.magic != SP_BATCH_MAGIC)
+			continue;	/* wiped by a fork, or not yet started */
+		c = reg->consumed[k];
+		if (h.seq < c)
+			c = 0;		/* restarted by a new thread */
+		if (h.seq - c > SP_BATCH_CAP) {
+			if (c)		/* a ring seen before: overwritten */
+				s->lost += h.seq - SP_BATCH_CAP - c;
+			c = h.seq - SP_BATCH_CAP;
+		}
+		s->addr[k] = reg->addr[k];
+		s->pos[k] = c;
+		s->end[k] = h.seq;
+		ring_load(s, k);
+		ring_head(s, k);
+	}
+	bpf_loop(SP_BATCH_MAX_RINGS * SP_BATCH_CAP, drain_step, &dummy, 0);
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+		if (k < reg->n)
+			reg->consumed[k] = s->pos[k];
+	__sync_fetch_and_and(&reg->busy, 0);	/* release */
+	if (s->lost)
+		count_error(SP_ERR_BATCH_LOST, s->lost);
+}
+
+__noinline int drain_before_event(__u64 id)
+{
+	__u32 tid = (__u32)id;
+	struct sp_batch_reg *reg;
+
+	reg = bpf_map_lookup_elem(&batch_rings, &tid);
+	if (reg && reg->tgid == id >> 32)
+		batch_drain(reg, id);
+	return 0;
+}
+
+/* The registration of thread tid (tgid), with ring `addr` in it. */
+static __always_inline struct sp_batch_reg *batch_register(__u32 tid,
+							   __u32 tgid,
+							   __u64 addr)
+{
+	struct sp_batch_reg *reg, init = { .tgid = tgid };
+	__u32 k, n;
+
+	reg = bpf_map_lookup_elem(&batch_rings, &tid);
+	if (!reg || reg->tgid != tgid) {
+		if (bpf_map_update_elem(&batch_rings, &tid, &init, BPF_ANY)) {
+			count_error(SP_ERR_THREADS_FULL, 1);
+			return NULL;
+		}
+		reg = bpf_map_lookup_elem(&batch_rings, &tid);
+		if (!reg)
+			return NULL;
+	}
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+		if (k < reg->n && reg->addr[k] == addr)
+			return reg;
+	n = reg->n;
+	if (n >= SP_BATCH_MAX_RINGS) {
+		/* More instrumented objects on one thread than rings kept:
+		 * this ring's records cannot be drained. */
+		count_error(SP_ERR_BATCH_LOST, 1);
+		return reg;
+	}
+	reg->addr[n & (SP_BATCH_MAX_RINGS - 1)] = addr;
+	reg->consumed[n & (SP_BATCH_MAX_RINGS - 1)] = 0;
+	reg->n = n + 1;
+	return reg;
+}
+
+/* sp:tsc: attached only for its semaphore (TSC timestamps); never useful
+ * if hit. */
+SEC("uprobe")
+int sp_tsc(struct pt_regs *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+/* sp:flush(ring): the only trap of batched mode. */
+SEC("uprobe")
+int sp_flush(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sp_batch_reg *reg;
+
+	if (!traced())
+		return 0;
+	reg = batch_register((__u32)id, id >> 32, sp_probe_arg(ctx, 0));
+	if (reg && armed)
+		batch_drain(reg, id);
+	return 0;
+}
+
+static long feed_step(__u32 i, void *ctx)
+{
+	struct sp_batch_feed *f;
+	__u32 zero = 0;
+
+	(void)ctx;
+	f = bpf_map_lookup_elem(&batch_feed, &zero);
+	if (!f || i >= f->n)
+		return 1;
+	/* The mask must survive the compiler for the verifier's sake. */
+	__asm__ __volatile__("" : "+r"(i));
+	i &= SP_BATCH_FEED - 1;
+	batch_apply(((__u64)f->tgid << 32) | f->tid, &f->rec[i]);
+	return 0;
+}
+
+/*
+ * Run by sptrace (BPF_PROG_TEST_RUN) on records it read from a thread's
+ * rings itself, merged by time: at each report (a thread blocked with a
+ * partial ring would never flush) and at stop. Returns 0 once they are
+ * counted, 1 if refused: the thread's registration is gone, a flush holds
+ * it, or drained more than sptrace saw (the records are then the flush's).
+ */
+SEC("syscall")
+int sp_batch_feed(void *ctx)
+{
+	struct sp_batch_feed *f;
+	struct sp_batch_reg *reg;
+	__u32 zero = 0, dummy = 0, k, tid;
+
+	(void)ctx;
+	f = bpf_map_lookup_elem(&batch_feed, &zero);
+	if (!f)
+		return 1;
+	tid = f->tid;
+	reg = bpf_map_lookup_elem(&batch_rings, &tid);
+	if (!reg || reg->tgid != f->tgid)
+		return 1;
+	if (__sync_val_compare_and_swap(&reg->busy, 0, 1))
+		return 1;
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+		if (k < f->nrings && k < reg->n &&
+		    reg->consumed[k] != f->start[k]) {
+			__sync_fetch_and_and(&reg->busy, 0);	/* release */
+			return 1;
+		}
+	bpf_loop(SP_BATCH_FEED, feed_step, &dummy, 0);
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+		if (k < f->nrings && k < reg->n)
+			reg->consumed[k] = f->stop[k];
+	__sync_fetch_and_and(&reg->busy, 0);	/* release */
+	return 0;
+}
+
+/*
+ * exec() replaces the memory the rings live in without the thread exiting:
+ * drain them when it enters execve/execveat, while its old memory is still
+ * mapped (a kprobe or fentry on the exec path needs tracefs or is refused
+ * on some kernels; a raw syscall tracepoint needs neither). It runs for
+ * every system call on the system, so the first test is the syscall number.
+ * If the exec fails the thread just flushes again later; if it succeeds the
+ * registration is stale, so it goes.
+ */
+#define SP_NR_EXECVE 59		/* x86-64 */
+#define SP_NR_EXECVEAT 322
+
+SEC("raw_tracepoint/sys_enter")
+int sp_exec_drain(struct bpf_raw_tracepoint_args *ctx)
+{
+	long nr = (long)ctx->args[1];
+	__u64 id;
+	__u32 tid;
+	struct sp_batch_reg *reg;
+
+	if (nr != SP_NR_EXECVE && nr != SP_NR_EXECVEAT)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tid = (__u32)id;
+	reg = bpf_map_lookup_elem(&batch_rings, &tid);
+	if (!reg)
+		return 0;
+	if (armed && reg->tgid == id >> 32)
+		batch_drain(reg, id);
+	bpf_map_delete_elem(&batch_rings, &tid);
+	return 0;
+}
+
 /*
  * A thread that exits with open frames: count them and free its stack, so
  * short-lived threads never fill the `threads` map. Runs for every exiting
@@ -922,12 +1371,25 @@ int sp_free(struct pt_regs *ctx)
 SEC("raw_tracepoint/sched_process_exit")
 int sp_thread_exit(void *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
 	struct sp_thread_stack *st;
+	struct sp_batch_reg *reg;
 
 	(void)ctx;
 	if (spec_ntracks)
 		spec_thread_exit(tid);
+	/* Its rings first: this tracepoint runs before the exiting thread
+	 * lets go of its memory, so they are still readable. */
+	reg = bpf_map_lookup_elem(&batch_rings, &tid);
+	if (reg) {
+		if (armed && reg->tgid == id >> 32) {
+			if (reg->busy)	/* sptrace is feeding it: rare race */
+				count_error(SP_ERR_BATCH_LOST, 1);
+			batch_drain(reg, id);
+		}
+		bpf_map_delete_elem(&batch_rings, &tid);
+	}
 	st = bpf_map_lookup_elem(&threads, &tid);
 	if (!st)
 		return 0;

@@ -56,6 +56,52 @@
  * moved %rsp cannot make a tracer read the wrong memory. The red-zone test in
  * tests/ proves a leaf function's red zone survives millions of traced calls.
  * Other architectures use their plain nop and no red-zone dance.
+ *
+ * BATCHED EVENTS (Linux x86-64 and aarch64)
+ * A uprobe hit costs a kernel entry (~300 ns even on the nop5 fast path),
+ * several times a bare syscall. So a tracer that can read batches (sptrace)
+ * attaches one more probe, sp:flush(ring), whose semaphore
+ * sp_flush_semaphore doubles as "batching on" (raised through the kernel's
+ * ref_ctr like every other: a killed tracer leaves it 0). While it is up,
+ * the query probes (query, blocked and incr_load BEGIN/END, cache_hit)
+ * append a 32-byte record {timestamp, name, argument, kind, commit} to a
+ * per-thread ring in the host's memory instead of trapping. Their
+ * per-event sites fire only while batching is off (another tracer, such as
+ * bpftrace, sees them then); sptrace attaches them too, for same-named
+ * probes compiled without batching (Rust's sp-probe crate in a mixed
+ * binary), and applies each such event after draining the thread's rings.
+ *  - The ring (struct sp__batch; the tracer's copy of the layout is
+ *    include/sptrace/batch_abi.h, checked against this one by a unit test)
+ *    is mmap'ed in the slow path: no malloc in a probe, which may sit inside
+ *    an allocator. TLS holds only a pointer, so a dlopen'ed library needs no
+ *    large static TLS. Rings are never unmapped: a dead thread's ring is
+ *    taken by the next thread that gets the same TLS slot (a TLS address is
+ *    unique among live threads), and MADV_WIPEONFORK gives a forked child
+ *    zeroed, i.e. fresh, rings.
+ *  - Timestamps are the TSC when the tracer raises sp_tsc_semaphore (it
+ *    does where the kernel's clock source is the TSC, and converts with its
+ *    own calibration), else CLOCK_MONOTONIC through the vDSO, the clock of
+ *    bpf_ktime_get_ns(). A flag in the record's kind says which.
+ *  - sp:flush fires when the ring is nearly full, when its oldest record is
+ *    older than SP__BATCH_AGE_NS (checked with the new record's timestamp),
+ *    and once after the first record of each batch: that hit registers the
+ *    ring with the tracer, which drains every registered ring of the thread
+ *    on any flush, merged by timestamp. Each shared object has its own copy
+ *    of these hidden symbols and so its own ring; the merge keeps a query
+ *    that begins in a library and ends in the executable correctly nested.
+ *  - A record is reserved (seq bumped) before it is written and committed
+ *    last (`commit` = its sequence number + 1): a signal handler whose
+ *    probes run in the middle of an append takes the next slot, and the
+ *    tracer stops draining at the first uncommitted record.
+ *  - The flush site is a 1-byte nop (an int3 trap, ~1 us), not the nop5
+ *    the kernel turns into a call: Linux 6.18 does not copy that call's
+ *    trampoline page into a forked child, whose copy of the patched site
+ *    then jumps to nowhere. Flushes are rare (2 per 127 pairs), and no
+ *    site is patched at its first hit inside a measured interval.
+ *  - Partial rings are drained by the tracer when the thread exits or
+ *    execs, and at its reports and stop (it reads the process's memory).
+ * Without batching (other architectures, or SP_PROBES_NO_BATCH defined),
+ * every probe is per-event and sptrace, finding no sp:flush, traces so.
  */
 #ifndef SP_PROBE_H
 #define SP_PROBE_H
@@ -104,6 +150,8 @@ SP__DECLARE_SEMA(mark);
 SP__DECLARE_SEMA(alloc);
 SP__DECLARE_SEMA(free);
 SP__DECLARE_SEMA(thread_name);
+SP__DECLARE_SEMA(flush);
+SP__DECLARE_SEMA(tsc);
 #ifdef __cplusplus
 }
 #endif
@@ -113,7 +161,7 @@ SP__DECLARE_SEMA(thread_name);
 	(__builtin_expect((SP__SEMA(query_begin) | SP__SEMA(cache_hit) |       \
 			   SP__SEMA(incr_load_begin) | SP__SEMA(blocked_begin) | \
 			   SP__SEMA(mark) | SP__SEMA(alloc) | SP__SEMA(free) |  \
-			   SP__SEMA(thread_name)) != 0, 0))
+			   SP__SEMA(thread_name) | SP__SEMA(flush)) != 0, 0))
 
 /* ---- the probe site ------------------------------------------------------ */
 #define SP__STR_(x) #x
@@ -122,6 +170,9 @@ SP__DECLARE_SEMA(thread_name);
 #if defined(__x86_64__)
 /* 0f 1f 44 00 00 = nopl 0x0(%rax,%rax,1), the nop the kernel optimizes. */
 #define SP__NOP "lea -128(%%rsp), %%rsp\n990: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\nlea 128(%%rsp), %%rsp\n"
+/* The sp:flush site: a 1-byte nop, which the kernel leaves as an int3 trap
+ * (see BATCHED EVENTS for why); the red-zone steps stay, harmless. */
+#define SP__NOP_FLUSH "lea -128(%%rsp), %%rsp\n990: nop\nlea 128(%%rsp), %%rsp\n"
 #define SP__ADDR ".8byte"
 #define SP__ALIGN_WORD ".balign 8"
 #elif defined(__i386__)
@@ -195,6 +246,12 @@ SP__DECLARE_SEMA(thread_name);
 #define SP__ASM(semadef, name, n, ...)                                         \
 	__asm__ __volatile__(semadef SP__NOP SP__NOTE(name, SP__ARGFMT##n)     \
 			     : : __VA_ARGS__ : "memory")
+#ifndef SP__NOP_FLUSH
+#define SP__NOP_FLUSH SP__NOP
+#endif
+#define SP__ASM_FLUSH(arg)                                                     \
+	__asm__ __volatile__(SP__NOP_FLUSH SP__NOTE(flush, SP__ARGFMT1)        \
+			     : : SP__V(arg) : "memory")
 #define SP__ASM0(semadef, name)                                                \
 	__asm__ __volatile__(semadef SP__NOP SP__NOTE(name, SP__ARGFMT0)       \
 			     : : : "memory")
@@ -260,14 +317,252 @@ SP__DECLARE_SEMA(thread_name);
 	SP__GSITE(name, 6, SP__V(a), SP__V(b), SP__V(c), SP__V(d), SP__V(e),   \
 		  SP__V(f))
 
+/* ---- batched events (see BATCHED EVENTS above) ------------------------- */
+#if !defined(SP_PROBES_NO_BATCH) && defined(__linux__) &&                     \
+	(defined(__x86_64__) || defined(__aarch64__))
+#define SP__BATCH 1
+#define SP__BATCH_CAP 256		/* records per ring, a power of two */
+#define SP__BATCH_MAGIC 0x3168637461627073ull	/* "spbatch1" */
+#define SP__BATCH_AGE_NS 10000000ull	/* flush a batch older than 10 ms */
+
+/* Record kinds (include/sptrace/batch_abi.h: enum sp_batch_kind). */
+#define SP__K_QUERY_BEGIN 1
+#define SP__K_QUERY_END 2
+#define SP__K_BLOCKED_BEGIN 3
+#define SP__K_BLOCKED_END 4
+#define SP__K_INCR_LOAD_BEGIN 5
+#define SP__K_INCR_LOAD_END 6
+#define SP__K_CACHE_HIT 7
+#define SP__K_PAUSE 8		/* the flush before it took `arg` ns */
+#define SP__K_TSC 0x100		/* flag: ts (and a PAUSE's arg) in TSC ticks */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct sp__batch_rec {
+	unsigned long long ts;		/* CLOCK_MONOTONIC, ns */
+	unsigned long long name;
+	unsigned long long arg;
+	unsigned int kind;
+	unsigned int commit;		/* low 32 bits of (sequence + 1) */
+};
+
+struct sp__batch {
+	unsigned long long magic;
+	volatile unsigned long long seq;	/* records reserved, ever */
+	unsigned long long flushed;	/* seq at the last full/age flush */
+	void *volatile owner;		/* &sp__batch_tls of its thread */
+	struct sp__batch *next;		/* every ring of this object */
+	volatile unsigned long long busy;	/* appends in progress (signals) */
+	unsigned long long pad[2];
+	struct sp__batch_rec rec[SP__BATCH_CAP];
+};
+
+/* Weak + hidden like the semaphores: one of each per executable or shared
+ * object. TLS is only a pointer (dlopen'ed objects get little static TLS). */
+__attribute__((weak, visibility("hidden"))) __thread struct sp__batch *sp__batch_tls;
+__attribute__((weak, visibility("hidden"))) struct sp__batch *sp__batch_list;
+
+/* libc's functions under private names: no header, no feature macro, and
+ * no clash with the program's own declarations. */
+struct sp__timespec {
+	long tv_sec;
+	long tv_nsec;
+};
+int sp__clock_gettime(int, struct sp__timespec *) __asm__("clock_gettime");
+void *sp__mmap(void *, unsigned long, int, int, int, long) __asm__("mmap");
+int sp__madvise(void *, unsigned long, int) __asm__("madvise");
+
+static __inline__ __attribute__((always_inline, unused)) unsigned long long
+sp__now(void)
+{
+	struct sp__timespec t;
+
+	sp__clock_gettime(1 /* CLOCK_MONOTONIC */, &t);
+	return (unsigned long long)t.tv_sec * 1000000000ull +
+	       (unsigned long long)t.tv_nsec;
+}
+
+/* The timestamp of a record: the TSC when the tracer asked for it (it
+ * raises sp_tsc_semaphore only where the kernel's own clock is the TSC, and
+ * converts with its calibration), else CLOCK_MONOTONIC. *flag says which. */
+static __inline__ __attribute__((always_inline, unused)) unsigned long long
+sp__stamp(unsigned int *flag)
+{
+#if defined(__x86_64__)
+	if (SP__SEMA(tsc)) {
+		unsigned int lo, hi;
+
+		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+		*flag = SP__K_TSC;
+		return ((unsigned long long)hi << 32) | lo;
+	}
+#endif
+	*flag = 0;
+	return sp__now();
+}
+
+/* The calling thread's ring: its own, a dead thread's left in this TLS slot,
+ * one a fork wiped, or a new mapping. NULL if none can be had (the event is
+ * not recorded). Async-signal-safe: no lock, no malloc. */
+static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
+{
+	void *me = (void *)&sp__batch_tls;
+	struct sp__batch *b, *head;
+	void *none;
+
+	/* Never traps usefully: sp:tsc exists for its semaphore (see
+	 * sp__stamp()); a tracer attaches it to raise that. */
+	__asm__ __volatile__(SP__NOP_FLUSH SP__NOTE(tsc, "") : : : "memory");
+
+	for (b = sp__batch_list; b; b = b->next) {
+		none = 0;
+		if (b->owner == me ||
+		    (!b->owner && __atomic_compare_exchange_n(&b->owner, &none, me, 0,
+							      __ATOMIC_ACQ_REL,
+							      __ATOMIC_RELAXED)))
+			break;
+	}
+	if (!b) {
+		/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
+		b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22, -1, 0);
+		if (b == (struct sp__batch *)-1)
+			return 0;
+		(void)sp__madvise(b, sizeof(*b), 18 /* MADV_WIPEONFORK */);
+		b->owner = me;
+		head = sp__batch_list;
+		do
+			b->next = head;
+		while (!__atomic_compare_exchange_n(&sp__batch_list, &head, b, 0,
+						    __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED));
+	}
+	/* A reused ring restarts at 0: the tracer drains [consumed, seq) of a
+	 * ring it learns about, and the old thread's records were drained when
+	 * it exited. */
+	b->seq = 0;
+	b->flushed = 0;
+	b->magic = SP__BATCH_MAGIC;
+	sp__batch_tls = b;
+	return b;
+}
+
+/* Reserves the next record: one instruction that a signal cannot split
+ * (on x86-64 an xadd without lock: only this thread writes the ring). */
+static __inline__ __attribute__((always_inline, unused)) unsigned long long
+sp__batch_reserve(struct sp__batch *b)
+{
+#if defined(__x86_64__)
+	unsigned long long i = 1;
+
+	__asm__ __volatile__("xaddq %0, %1" : "+r"(i), "+m"(b->seq) : : "memory");
+	return i;
+#else
+	return __atomic_fetch_add(&b->seq, 1, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Writes record number i: reserved first, committed last. */
+static __inline__ __attribute__((always_inline, unused)) void
+sp__batch_put(struct sp__batch *b, unsigned long long i, unsigned int kind,
+	      unsigned long long ts, const void *name, unsigned long long arg)
+{
+	struct sp__batch_rec *r = &b->rec[i & (SP__BATCH_CAP - 1)];
+
+	r->ts = ts;
+	r->name = (unsigned long long)name;
+	r->arg = arg;
+	r->kind = kind;
+	__asm__ __volatile__("" ::: "memory");
+	r->commit = (unsigned int)(i + 1);
+}
+
+/*
+ * The flush, then a PAUSE record of its duration: the tracer moves the
+ * start of every open interval of the thread by that much, so the trap, a
+ * kernel that patches the site on its first hit, and the drain itself are
+ * not charged to the user's queries.
+ */
+static __attribute__((noinline, unused)) void
+sp__batch_flush(struct sp__batch *b, unsigned long long t0, unsigned int clk,
+		int full)
+{
+	unsigned long long f = b->seq, i, t1;
+	unsigned int clk2;
+
+	SP__ASM_FLUSH(b);
+	/* Inside an interrupted append the tracer stopped at its uncommitted
+	 * record: the batch is not flushed past it, so flush again soon. */
+	if (full && b->busy == 1)
+		b->flushed = f;
+	i = sp__batch_reserve(b);
+	t1 = sp__stamp(&clk2);
+	sp__batch_put(b, i, SP__K_PAUSE | clk, t0, 0, clk2 == clk ? t1 - t0 : 0);
+}
+
+/* Appends one record; flushes when the batch is new, full or old. */
+static __attribute__((noinline, unused)) void
+sp__batch_add(unsigned int kind, const void *name, unsigned long long arg)
+{
+	struct sp__batch *b = sp__batch_tls;
+	unsigned long long ts, i, f;
+	unsigned int clk;
+
+	if (__builtin_expect(!b || b->magic != SP__BATCH_MAGIC, 0)) {
+		b = sp__batch_get();	/* mmap: before the timestamp */
+		if (!b)
+			return;
+	}
+	b->busy++;
+	ts = sp__stamp(&clk);
+	i = sp__batch_reserve(b);	/* reserve, then write, then commit */
+	sp__batch_put(b, i, kind | clk, ts, name, arg);
+	f = b->flushed;
+	if (i == f)		/* first record of a batch: registers the ring */
+		sp__batch_flush(b, ts, clk, 0);
+	else if (i + 2 - f >= SP__BATCH_CAP - 1 ||
+		 /* ~10 ms in ns, or in ticks of a >= 1 GHz TSC (longer on a
+		  * slower one; the bound is a latency, not a correctness one) */
+		 ts - b->rec[f & (SP__BATCH_CAP - 1)].ts > SP__BATCH_AGE_NS)
+		sp__batch_flush(b, ts, clk, 1);
+	__asm__ __volatile__("" ::: "memory");
+	b->busy--;
+}
+#ifdef __cplusplus
+}
+#endif
+
+/* A query probe: a record if batching is on, else the per-event site if
+ * its own semaphore is up; both tested with one predicted-not-taken branch.
+ * Never both: a batching tracer also attaches the per-event sites of a file
+ * (for probes of the same names compiled without batching, such as Rust's
+ * sp-probe crate's in a mixed binary), so a C site must not fire twice. */
+#define SP__QSITE(name, k, a)                                                  \
+	do {                                                                   \
+		if (__builtin_expect((SP__SEMA(name) | SP__SEMA(flush)) != 0, 0)) { \
+			if (SP__SEMA(flush))                                   \
+				sp__batch_add(k, (a), 0);                      \
+			else                                                   \
+				SP__ASM("", name, 1, SP__V(a));                \
+		}                                                              \
+	} while (0)
+#else
+#define SP__BATCH 0
+#define SP__QSITE(name, k, a) SP__SITE1(name, a)
+#endif
+
 /* ---- the public probes --------------------------------------------------- */
-#define SP_QUERY_BEGIN(q) SP__SITE1(query_begin, (const char *)(q))
-#define SP_QUERY_END(q) SP__SITE1(query_end, (const char *)(q))
-#define SP_CACHE_HIT(q) SP__SITE1(cache_hit, (const char *)(q))
-#define SP_INCR_LOAD_BEGIN(q) SP__SITE1(incr_load_begin, (const char *)(q))
-#define SP_INCR_LOAD_END(q) SP__SITE1(incr_load_end, (const char *)(q))
-#define SP_BLOCKED_BEGIN(q) SP__SITE1(blocked_begin, (const char *)(q))
-#define SP_BLOCKED_END(q) SP__SITE1(blocked_end, (const char *)(q))
+#define SP_QUERY_BEGIN(q) SP__QSITE(query_begin, SP__K_QUERY_BEGIN, (const char *)(q))
+#define SP_QUERY_END(q) SP__QSITE(query_end, SP__K_QUERY_END, (const char *)(q))
+#define SP_CACHE_HIT(q) SP__QSITE(cache_hit, SP__K_CACHE_HIT, (const char *)(q))
+#define SP_INCR_LOAD_BEGIN(q)                                                  \
+	SP__QSITE(incr_load_begin, SP__K_INCR_LOAD_BEGIN, (const char *)(q))
+#define SP_INCR_LOAD_END(q)                                                    \
+	SP__QSITE(incr_load_end, SP__K_INCR_LOAD_END, (const char *)(q))
+#define SP_BLOCKED_BEGIN(q)                                                    \
+	SP__QSITE(blocked_begin, SP__K_BLOCKED_BEGIN, (const char *)(q))
+#define SP_BLOCKED_END(q)                                                      \
+	SP__QSITE(blocked_end, SP__K_BLOCKED_END, (const char *)(q))
 #define SP_MARK(name, key)                                                     \
 	SP__SITE2(mark, (const char *)(name), (unsigned long long)(key))
 #define SP_ALLOC(type, size, ptr)                                              \

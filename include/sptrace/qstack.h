@@ -174,4 +174,30 @@ static __always_inline int sp_stack_pop_tag(struct sp_thread_stack *st,
 	return SP_POP_OK;
 }
 
+/*
+ * `ns` of the thread's time, from `at` on, went to the tracer (a batched
+ * flush fired by the record stamped `at`). Intervals that the record at `at`
+ * opened start that much later: their host-side clock readings, taken after
+ * the probe returned, exclude the flush too. Intervals opened earlier keep
+ * it, as the host's own clock around them does (and as the per-event path
+ * charges its traps). The frames that began at `at` are the topmost ones.
+ */
+static __always_inline void sp_stack_shift(struct sp_thread_stack *st,
+					   __u64 at, __u64 ns)
+{
+	__u32 i, d = st->depth;
+	struct sp_frame *f;
+
+	if (d > SP_MAX_DEPTH)
+		d = SP_MAX_DEPTH;
+	for (i = 0; i < SP_MAX_DEPTH; i++) {
+		if (i >= d)
+			break;
+		f = &st->frames[(d - 1 - i) & (SP_MAX_DEPTH - 1)];
+		if (f->start_ns < at)
+			break;
+		f->start_ns += ns;
+	}
+}
+
 #endif /* SPTRACE_QSTACK_H */

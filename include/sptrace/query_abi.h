@@ -50,6 +50,7 @@ enum sp_error {
 	SP_ERR_NAME_READ,		/* name string unreadable at capture */
 	SP_ERR_EVENTS_LOST,		/* record: ring buffer full, event lost */
 	SP_ERR_FUNC_UNWOUND,		/* --func frames left by longjmp/throw */
+	SP_ERR_BATCH_LOST,		/* batched records overwritten/unreadable */
 	SP_ERR__MAX,
 };
 

@@ -20,8 +20,11 @@ p = subprocess.run([SPTRACE, "-f", "json", "-o", out, "--", HOST, PLUGIN, "50"],
                    capture_output=True, text=True, timeout=60)
 eq(p.returncode, 0, "launch: exit 0 (%s)" % p.stderr.strip()[-200:])
 with open(out) as f:
-    r = rows(json.load(f))
+    s = json.load(f)
+    r = rows(s)
 os.unlink(out)
+# A dlopen()ed library keeps only a pointer in TLS (sp_probe.h): batched.
+eq(s.get("events"), "batched", "launch: batched events, the plugin too")
 eq(r.get("plugin_query", {}).get("count"), 50, "launch: every call of the dlopen()ed plugin")
 eq(r.get("before_dlopen", {}).get("count"), 1, "launch: the executable's own query")
 

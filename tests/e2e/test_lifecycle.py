@@ -55,6 +55,25 @@ def wait_for(stream, want, timeout=30.0):
     return None, seen
 
 
+def wait_links(pid, timeout=20.0):
+    """Until process pid holds a uprobe link (sptrace has attached)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            for fd in os.listdir("/proc/%d/fdinfo" % pid):
+                try:
+                    with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                        info = f.read()
+                except OSError:
+                    continue
+                if "uprobe" in info and "link_type" in info:
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.02)
+    return False
+
+
 class Trace:
     """sptrace -p PID -f json, started and waited for."""
 
@@ -64,8 +83,11 @@ class Trace:
                                    "-o", self.out] + list(extra),
                                   stderr=subprocess.PIPE, text=True)
         if "-d" in extra:
-            time.sleep(1.0)     # no "Ctrl-C" line with -d
+            # no "Ctrl-C" line with -d: wait for its uprobe links (loading
+            # the BPF programs took over 1 s under load), then a little
             self.head = ""
+            wait_links(self.p.pid)
+            time.sleep(0.2)
         else:
             line, self.head = wait_for(self.p.stderr, "Ctrl-C to stop")
             check(line, "sptrace attached (%r)" % self.head)

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Semaphores are kernel-managed: they rise while sptrace is attached and
 fall back to zero when it detaches, and also when it is killed with
-SIGKILL (no cleanup code runs). SIGINT stops a trace and prints the table."""
+SIGKILL (no cleanup code runs). SIGINT stops a trace and prints the table.
+Both modes: batched (sptrace raises the flush semaphore, and the probes' own
+for probes compiled without batching) and per-event
+(SPTRACE_PER_EVENT=1: only the probes' own); every semaphore ends at 0."""
 import os
 import select
 import signal
@@ -13,44 +16,76 @@ from sptest import SPTRACE, check, eq, finish, require_bpf
 HOST = os.environ["ENABLED_HOST"]
 
 
+_pending = {}
+
+
 def wait_line(proc, want, timeout=5.0):
+    """The first line the host prints from now on that starts with `want`.
+    Reads the pipe with os.read: the host may print two lines at once (a
+    detach lowers one semaphore, then the other), and a buffered readline
+    would hide the second from select()."""
+    fd = proc.stdout.fileno()
+    buf = _pending.get(fd, b"")
     end = time.time() + timeout
-    while time.time() < end:
-        r, _, _ = select.select([proc.stdout], [], [], max(0, end - time.time()))
+    while True:
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if line.decode().startswith(want):
+                _pending[fd] = buf
+                return line.decode().strip()
+        left = end - time.time()
+        if left <= 0:
+            break
+        r, _, _ = select.select([fd], [], [], left)
         if not r:
             break
-        line = proc.stdout.readline()
-        if line.startswith(want):
-            return line.strip()
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
+    _pending[fd] = buf
     return None
 
 
+def run_mode(label, env, traced):
+    host = subprocess.Popen([HOST], stdout=subprocess.PIPE)
+    try:
+        check(wait_line(host, "sema=0 flush=0 enabled=0"),
+              label + ": untraced: semaphores 0")
+
+        tracer = subprocess.Popen([SPTRACE, "-p", str(host.pid)], env=env,
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        check(wait_line(host, traced),
+              label + ": traced: %s, SP_ENABLED()" % traced)
+        tracer.kill()
+        tracer.wait()
+        check(wait_line(host, "sema=0 flush=0 enabled=0"),
+              label + ": sptrace killed with SIGKILL: semaphores back to 0")
+
+        tracer = subprocess.Popen([SPTRACE, "-p", str(host.pid)], env=env,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True)
+        check(wait_line(host, traced), label + ": traced again: " + traced)
+        time.sleep(0.2)
+        t0 = time.time()
+        tracer.send_signal(signal.SIGINT)
+        out, _ = tracer.communicate(timeout=10)
+        eq(tracer.returncode, 0, label + ": SIGINT: exit 0")
+        check(time.time() - t0 < 1.0, label + ": SIGINT: table within 1 s (%.2fs)"
+              % (time.time() - t0))
+        check("| tick" in out, label + ": SIGINT: table has the query")
+        check(wait_line(host, "sema=0 flush=0 enabled=0"),
+              label + ": detached: semaphores back to 0")
+    finally:
+        host.kill()
+        host.wait()
+
+
 require_bpf()
-host = subprocess.Popen([HOST], stdout=subprocess.PIPE, text=True)
-try:
-    check(wait_line(host, "sema=0 enabled=0"), "untraced: semaphore 0")
-
-    tracer = subprocess.Popen([SPTRACE, "-p", str(host.pid)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    check(wait_line(host, "sema=1 enabled=1"), "traced: semaphore 1, SP_ENABLED()")
-    tracer.kill()
-    tracer.wait()
-    check(wait_line(host, "sema=0 enabled=0"),
-          "sptrace killed with SIGKILL: semaphore back to 0")
-
-    tracer = subprocess.Popen([SPTRACE, "-p", str(host.pid)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              text=True)
-    check(wait_line(host, "sema=1 enabled=1"), "traced again: semaphore 1")
-    time.sleep(0.2)
-    t0 = time.time()
-    tracer.send_signal(signal.SIGINT)
-    out, _ = tracer.communicate(timeout=10)
-    eq(tracer.returncode, 0, "SIGINT: exit 0")
-    check(time.time() - t0 < 1.0, "SIGINT: table within 1 s (%.2fs)" % (time.time() - t0))
-    check("| tick" in out, "SIGINT: table has the query")
-    check(wait_line(host, "sema=0 enabled=0"), "detached: semaphore back to 0")
-finally:
-    host.kill()
-    host.wait()
+env = dict(os.environ)
+env.pop("SPTRACE_PER_EVENT", None)
+run_mode("batched", env, "sema=1 flush=1 enabled=1")
+env["SPTRACE_PER_EVENT"] = "1"
+run_mode("per-event", env, "sema=1 flush=0 enabled=1")
 finish()

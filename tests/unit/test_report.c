@@ -444,7 +444,7 @@ static void test_json(void)
 "cache_hits,incr_loads,incr_load_ns,blocked_count,blocked_ns,hist\n"
 "unbalanced=4,map_full=5,lost=6,end_without_begin=1,end_mismatch=3,"
 "stack_overflow=0,thread_exit_open=0,queries_map_full=0,hist_map_full=5,"
-"names_map_full=0,threads_map_full=0,name_read_failed=0,events_lost=0,func_unwound=0\n";
+"names_map_full=0,threads_map_full=0,name_read_failed=0,events_lost=0,func_unwound=0,batch_lost=0\n";
 	char py[4096];
 	struct capture c;
 	struct summary s;
@@ -457,7 +457,7 @@ static void test_json(void)
 	s.lost = 6;
 	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
-	CHECK(strncmp(out, "{\"version\":\"1.0\",\"duration_ns\":2010000000,"
+	CHECK(strncmp(out, "{\"version\":\"1.1\",\"duration_ns\":2010000000,"
 		      "\"total_self_ns\":4000000,", 65) == 0);
 	CHECK(strstr(out, want_q0) != NULL);
 	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);

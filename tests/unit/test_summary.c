@@ -277,7 +277,7 @@ static void test_errors(void)
 		"end_without_begin", "end_mismatch", "stack_overflow",
 		"thread_exit_open", "queries_map_full", "hist_map_full",
 		"names_map_full", "threads_map_full", "name_read_failed",
-		"events_lost", "func_unwound",
+		"events_lost", "func_unwound", "batch_lost",
 	};
 	struct summary s;
 	unsigned int i;

@@ -145,15 +145,27 @@ static const char *attach_strerror(int err)
 		strerror(-err);
 }
 
-static struct bpf_program *binding_for(const struct attacher *a,
-				       const char *name)
+static struct bpf_program *binding_for(const struct probe_binding *b,
+				       size_t nb, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < a->nbindings; i++)
-		if (!strcmp(a->bindings[i].name, name))
-			return a->bindings[i].prog;
+	for (i = 0; i < nb; i++)
+		if (!strcmp(b[i].name, name))
+			return b[i].prog;
 	return NULL;
+}
+
+/* Does the file have the provider's flush site (a header with batching)? */
+static bool has_flush(const struct attacher *a, const struct usdt_file *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nsites; i++)
+		if (!strcmp(f->sites[i].provider, a->provider) &&
+		    !strcmp(f->sites[i].name, "flush"))
+			return true;
+	return false;
 }
 
 static int push_link(struct attacher *a, struct bpf_link *link, int fd)
@@ -314,9 +326,11 @@ static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
 int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 			  const char *path)
 {
+	const struct probe_binding *b;
 	struct usdt_file *f = NULL;
-	size_t first = a->nlinks, i, n = 0;
+	size_t first = a->nlinks, i, n = 0, nb;
 	unsigned int bad = 0;
+	bool batched;
 	struct attached_obj *o;
 	struct stat st;
 	int err;
@@ -335,9 +349,12 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	if (bad)
 		sp_warn("%s: %u malformed stapsdt notes ignored", path, bad);
 
-	for (i = 0; a->multi && i < a->nbindings; i++) {
-		err = attach_multi(a, pid, open_path, path, f,
-				   a->bindings[i].name, a->bindings[i].prog);
+	batched = a->nbatch && has_flush(a, f);
+	b = batched ? a->batch_bindings : a->bindings;
+	nb = batched ? a->nbatch : a->nbindings;
+	for (i = 0; a->multi && i < nb; i++) {
+		err = attach_multi(a, pid, open_path, path, f, b[i].name,
+				   b[i].prog);
 		if (err < 0)
 			goto rollback;
 		n += err;
@@ -348,7 +365,7 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 
 		if (strcmp(s->provider, a->provider))
 			continue;
-		prog = binding_for(a, s->name);
+		prog = binding_for(b, nb, s->name);
 		if (!prog)
 			continue;
 		err = attach_site(a, pid, open_path, path, s, prog);
@@ -373,11 +390,20 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	o->nlinks = a->nlinks - first;
 	a->nobjs++;
 	a->nsites += n;
-	if (n && pid < 0)	/* -b: one link for every process */
-		sp_info("every process: %s: %zu probe sites attached", path, n);
-	else if (n)
-		sp_info("pid %d: %s: %zu probe sites attached", (int)pid, path,
-			n);
+	if (n) {
+		const char *mode = batched ? "batched" : "per-event";
+
+		if (batched)
+			a->batched_files++;
+		else
+			a->event_files++;
+		if (pid < 0)	/* -b: one link for every process */
+			sp_info("every process: %s: %zu probe sites attached (%s events)",
+				path, n, mode);
+		else
+			sp_info("pid %d: %s: %zu probe sites attached (%s events)",
+				(int)pid, path, n, mode);
+	}
 	usdt_file__free(f);
 	return (int)n;
 

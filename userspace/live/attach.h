@@ -39,6 +39,11 @@ struct attacher {
 	const char *provider;	/* "sp" */
 	const struct probe_binding *bindings;
 	size_t nbindings;
+	/* Files with an sp:flush site get these instead (batched events,
+	 * see probes/sp_probe.h); none: every file is per-event. */
+	const struct probe_binding *batch_bindings;
+	size_t nbatch;
+	size_t batched_files, event_files;	/* files attached either way */
 	bool multi;		/* programs loaded for uprobe_multi links */
 	/* --follow: links serve every process (the programs filter), one
 	 * per file whichever pid asks; set after attacher__init(). */

@@ -18,11 +18,17 @@ struct query_provider {
 	struct query_bpf *skel;
 	struct attacher att;
 	struct probe_binding bindings[16];
+	struct probe_binding batch_bindings[24];	/* files with sp:flush */
+	bool batch;			/* batched events loaded and wanted */
+	bool drained;			/* stop drain of the rings done */
+	bool tsc;			/* batched records stamped with the TSC */
+	size_t batched_files, event_files;	/* kept past detaching */
 	bool multi;			/* uprobe_multi links */
 	struct attacher fatt;		/* --func probes */
 	char **fnames;			/* --func: row names, by index */
 	size_t nfnames;
 	struct bpf_link *exit_link;	/* thread-exit tracepoint */
+	struct bpf_link *exec_link;	/* batched: drain before exec */
 	/* --query specs: their USDT links, the files they were looked for
 	 * in, per spec and probe the sites found. */
 	struct bpf_link **spec_links;

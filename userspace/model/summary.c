@@ -33,6 +33,7 @@ static const char *const error_names[] = {
 	[SP_ERR_NAME_READ] = "name_read_failed",
 	[SP_ERR_EVENTS_LOST] = "events_lost",
 	[SP_ERR_FUNC_UNWOUND] = "func_unwound",
+	[SP_ERR_BATCH_LOST] = "batch_lost",
 };
 _Static_assert(ARRAY_SIZE(error_names) == SP_ERR__MAX,
 	       "error_names[] must name every enum sp_error slot");

@@ -36,6 +36,9 @@ struct summary {
 	uint32_t *index;		/* name hash -> row + 1; 2 * rows_cap */
 	uint64_t errors[SP_ERR__MAX];	/* summed over CPUs */
 	uint64_t lost;			/* events lost on the way (record) */
+	/* How the live session got its events: "batched", "per-event" or
+	 * "mixed" (per file; see probes/sp_probe.h); NULL when not live. */
+	const char *events_mode;
 	bool per_pid;			/* rows are (name, pid), not name */
 	bool finished;
 };

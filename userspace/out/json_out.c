@@ -82,6 +82,8 @@ int json_out__write_with(FILE *out, const struct summary *s,
 	jsonw__string_field(&w, "version", version);
 	jsonw__u64_field(&w, "duration_ns", s->duration_ns);
 	jsonw__u64_field(&w, "total_self_ns", s->total_self_ns);
+	if (s->events_mode)
+		jsonw__string_field(&w, "events", s->events_mode);
 	jsonw__break(&w);
 	jsonw__name(&w, "queries");
 	jsonw__start_array(&w);

@@ -46,6 +46,8 @@ static const char *const error_hints[SP_ERR__MAX] = {
 		"ring buffer full: events not recorded (raise --ringbuf-size)",
 	[SP_ERR_FUNC_UNWOUND] =
 		"--func frames unwound by longjmp or an exception; their time went to the caller",
+	[SP_ERR_BATCH_LOST] =
+		"batched events overwritten or unreadable before the tracer drained them (SPTRACE_PER_EVENT=1 traces event by event)",
 };
 
 int table__warn_errors(FILE *err, const struct summary *s)
