@@ -31,54 +31,7 @@
 #include <unistd.h>
 #include <sp_probe.h>
 
-#define BARRIER() __asm__ __volatile__("" ::: "memory")
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-__attribute__((noinline)) static void loop_empty(unsigned long n)
-{
-	unsigned long i;
-
-	for (i = 0; i < n; i++)
-		BARRIER();
-}
-
-__attribute__((noinline)) static void loop_pair(unsigned long n)
-{
-	unsigned long i;
-
-	for (i = 0; i < n; i++) {
-		SP_QUERY_BEGIN("bench");
-		BARRIER();
-		SP_QUERY_END("bench");
-	}
-}
-
-__attribute__((noinline)) static void loop_syscall(unsigned long n)
-{
-	unsigned long i;
-
-	for (i = 0; i < n; i++)
-		syscall(SYS_getppid);
-}
-
-__attribute__((noinline)) static void loop_sdt(unsigned long n)
-{
-	static const char name[] = "bench";
-	unsigned long i;
-
-	for (i = 0; i < n; i++) {
-		DTRACE_PROBE1(bench, begin, name);
-		BARRIER();
-		DTRACE_PROBE1(bench, end, name);
-	}
-}
+#include "bench_loops.h"
 
 static const struct mode {
 	const char *name;
@@ -112,19 +65,6 @@ static void *work(void *arg)
 			w->best = ns;
 	}
 	return NULL;
-}
-
-static int parse_count(const char *arg, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > max)
-		return -1;
-	*out = (unsigned long)v;
-	return 0;
 }
 
 int main(int argc, char **argv)
