@@ -223,6 +223,7 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 			continue;
 		procs[n++] = (struct om_process){
 			.pid = p->pid, .comm = p->comm, .binary = p->exe,
+			.title = p->title,
 			.alive = p->alive,
 			.rss_bytes = p->alive ? rss_of(pid) : 0,
 		};

@@ -23,6 +23,7 @@
 #include "session.h"
 #include "summary.h"
 #include "table.h"
+#include "titles.h"
 
 struct trace_env {
 	struct session_opts so;
@@ -204,6 +205,16 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 	return session_opts__check(&env->so);
 }
 
+/* --per-pid: a process's title when first seen, even if it exits. */
+static int titles_poll(void *ctx)
+{
+	int err = titles__poll(ctx);
+
+	if (err)
+		sp_err("out of memory reading process titles");
+	return err;
+}
+
 int cmd_trace(int argc, char **argv)
 {
 	struct trace_env env = {
@@ -218,6 +229,7 @@ int cmd_trace(int argc, char **argv)
 	struct history_db *db = NULL;
 	struct session ss;
 	struct summary s;
+	struct titles titles;
 	int64_t started;
 	bool db_created, stored = false;
 	int err, status;
@@ -246,6 +258,7 @@ int cmd_trace(int argc, char **argv)
 	mem_report__init(&mr);
 	s.per_pid = env.per_pid;
 	session__init(&ss, &env.so);
+	titles__init(&titles, &s, &ss);
 	query_provider__init(&qp, &p);
 	err = session__add(&ss, &p);
 	if (!err && env.mem) {
@@ -261,6 +274,8 @@ int cmd_trace(int argc, char **argv)
 			.per_pid = env.per_pid, .sort = env.sort,
 			.ropts = &env.ropts, .output = env.output,
 			.force = env.force });
+	else if (!err && env.per_pid)
+		err = session__run(&ss, -1, titles_poll, &titles);
 	else if (!err)
 		err = session__run(&ss, -1, NULL, NULL);
 	if (!err && (ss.launched || env.so.nbinaries))
@@ -268,6 +283,11 @@ int cmd_trace(int argc, char **argv)
 						       : env.so.binaries[0]);
 	if (!err && !env.interval)	/* else written at every tick */
 		err = query_provider__read(&qp, &ss, &s);
+	if (!err && !env.interval && env.per_pid) {
+		err = titles__refresh(&titles);
+		if (err)
+			sp_err("out of memory reading process titles");
+	}
 	if (!err && env.mem)
 		err = mem_provider__read(&mp, &ss, &mr);
 	if (!err && env.so.cmd && !ss.sites && !s.nrows)

@@ -26,6 +26,7 @@
 #include "exited_rows.h"
 #include "log.h"
 #include "proc_maps.h"
+#include "proc_title.h"
 #include "query_maps.h"
 #include "query_provider.h"
 #include "session.h"
@@ -46,8 +47,10 @@ void exited_rows__free(struct exited_rows *f)
 {
 	size_t i;
 
-	for (i = 0; i < f->nprocs; i++)
+	for (i = 0; i < f->nprocs; i++) {
 		free(f->procs[i].exe);
+		free(f->procs[i].title);
+	}
 	free(f->procs);
 	free(f->folded);
 	summary__free(&f->acc);
@@ -93,7 +96,7 @@ size_t exited_rows__alive(const struct exited_rows *f)
 /* Labels are read once, when a process is first seen. */
 static void proc_labels(struct tracked_proc *p)
 {
-	char path[64], buf[4096];
+	char path[64], buf[4096], title[PROC_TITLE_MAX];
 	ssize_t n;
 	FILE *fp;
 
@@ -108,6 +111,8 @@ static void proc_labels(struct tracked_proc *p)
 	n = readlink(path, buf, sizeof(buf) - 1);
 	buf[n > 0 ? n : 0] = 0;
 	p->exe = strdup(buf);
+	if (!proc_title__read((pid_t)p->pid, title))
+		p->title = strdup(title);
 }
 
 static struct tracked_proc *proc_get(struct exited_rows *f, uint32_t pid)
@@ -129,7 +134,11 @@ static struct tracked_proc *proc_get(struct exited_rows *f, uint32_t pid)
 		p->dead_ns = now_ns();
 	if (!p->exe)
 		p->exe = strdup("");
-	if (!p->exe) {
+	if (!p->title)
+		p->title = strdup("");
+	if (!p->exe || !p->title) {
+		free(p->exe);
+		free(p->title);
 		f->nprocs--;
 		return NULL;
 	}
@@ -206,9 +215,10 @@ static int fold_old(struct exited_rows *f, uint64_t now)
 	summary__free(&f->acc);
 	f->acc = acc;
 	for (i = j = 0; i < f->nprocs; i++) {
-		if (in_set(f->folded, f->nfolded, f->procs[i].pid))
+		if (in_set(f->folded, f->nfolded, f->procs[i].pid)) {
 			free(f->procs[i].exe);
-		else
+			free(f->procs[i].title);
+		} else
 			f->procs[j++] = f->procs[i];
 	}
 	f->nprocs = j;

@@ -22,6 +22,9 @@ struct tracked_proc {
 	uint64_t start;		/* /proc/PID/stat starttime: tells reuse */
 	char comm[17];		/* "" if it exited before it was seen */
 	char *exe;		/* owned; "" if unknown */
+	/* Owned; "" if unknown. Taken once, at first sight: a label that
+	 * changed with the process's state would start a new series. */
+	char *title;
 	bool alive;
 	bool evicted;		/* its rows are in the accumulator */
 	uint64_t dead_ns;	/* CLOCK_MONOTONIC when seen gone */

@@ -160,7 +160,77 @@ void summary__free(struct summary *s)
 	}
 	free(s->rows);
 	free(s->index);
+	for (i = 0; i < s->ntitles; i++)
+		free(s->titles[i].title);
+	free(s->titles);
 	summary__init(s);
+}
+
+/* Index of the first title whose pid is >= `pid`. */
+static unsigned int title_pos(const struct summary *s, uint32_t pid)
+{
+	unsigned int lo = 0, hi = s->ntitles;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (s->titles[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const char *summary__title(const struct summary *s, uint32_t pid)
+{
+	unsigned int i = title_pos(s, pid);
+
+	return i < s->ntitles && s->titles[i].pid == pid ? s->titles[i].title
+							  : NULL;
+}
+
+int summary__set_title(struct summary *s, uint32_t pid, const char *title)
+{
+	unsigned int i = title_pos(s, pid);
+	char *copy = strdup(title);
+
+	if (!copy)
+		return -ENOMEM;
+	if (i < s->ntitles && s->titles[i].pid == pid) {
+		free(s->titles[i].title);
+		s->titles[i].title = copy;
+		return 0;
+	}
+	if (s->ntitles == s->titles_cap) {
+		unsigned int cap = s->titles_cap ? 2 * s->titles_cap : 16;
+		struct summary_title *v;
+
+		v = cap > s->titles_cap ? realloc(s->titles, cap * sizeof(*v))
+					: NULL;
+		if (!v) {
+			free(copy);
+			return -ENOMEM;
+		}
+		s->titles = v;
+		s->titles_cap = cap;
+	}
+	memmove(&s->titles[i + 1], &s->titles[i],
+		(s->ntitles - i) * sizeof(*s->titles));
+	s->titles[i] = (struct summary_title){ .pid = pid, .title = copy };
+	s->ntitles++;
+	return 0;
+}
+
+int summary__copy_titles(struct summary *dst, const struct summary *src)
+{
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; !err && i < src->ntitles; i++)
+		err = summary__set_title(dst, src->titles[i].pid,
+					 src->titles[i].title);
+	return err;
 }
 
 int summary__add_stats(struct summary *s, const char *name,

@@ -27,6 +27,12 @@ struct sp_query_row {
 	uint64_t p50_ns, p90_ns, p99_ns;
 };
 
+/* A process's title (discovery/proc_title.h) for --per-pid rows. */
+struct summary_title {
+	uint32_t pid;
+	char *title;			/* owned, bounded, any bytes */
+};
+
 struct summary {
 	uint64_t duration_ns;		/* wall time of the session */
 	uint64_t total_self_ns;		/* sum of self_ns over rows (finish) */
@@ -41,6 +47,8 @@ struct summary {
 	const char *events_mode;
 	bool per_pid;			/* rows are (name, pid), not name */
 	bool finished;
+	struct summary_title *titles;	/* sorted by pid */
+	unsigned int ntitles, titles_cap;
 };
 
 /* Sort orders for summary__sort(). */
@@ -66,6 +74,13 @@ int summary__add_stats_pid(struct summary *s, const char *name, uint32_t pid,
 			   const struct sp_query_stats *st);
 int summary__add_hist_pid(struct summary *s, const char *name, uint32_t pid,
 			  uint32_t bucket, uint64_t count);
+
+/* Sets (replaces) the title of process `pid`. 0 or -ENOMEM. */
+int summary__set_title(struct summary *s, uint32_t pid, const char *title);
+/* The title of `pid`, or NULL if it has none. */
+const char *summary__title(const struct summary *s, uint32_t pid);
+/* Copies every title of `src` into `dst`. 0 or -ENOMEM. */
+int summary__copy_titles(struct summary *dst, const struct summary *src);
 
 /* Computes total_self_ns and each row's percentiles; sorts by self time. */
 void summary__finish(struct summary *s);

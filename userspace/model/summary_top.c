@@ -31,6 +31,7 @@ int summary__top(struct summary *in, unsigned int n, struct summary *out,
 	out->duration_ns = in->duration_ns;
 	out->lost = in->lost;
 	memcpy(out->errors, in->errors, sizeof(out->errors));
+	err = summary__copy_titles(out, in);
 	summary__sort(in, SORT_SELF);
 	for (i = 0; !err && i < in->nrows; i++) {
 		const struct sp_query_row *r = &in->rows[i];

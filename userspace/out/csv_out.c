@@ -32,8 +32,13 @@ static void csv_query(FILE *out, const struct summary *s,
 	const struct sp_query_stats *st = &r->st;
 
 	text__csv_field(out, r->name);
-	if (s->per_pid)
+	if (s->per_pid) {
+		const char *title = summary__title(s, r->pid);
+
 		csv_u64(out, r->pid);
+		fputc(',', out);
+		text__csv_field(out, title ? title : "");
+	}
 	csv_u64(out, st->count);
 	csv_u64(out, st->self_ns);
 	csv_u64(out, st->total_ns);
@@ -56,8 +61,8 @@ int csv_out__write(FILE *out, const struct summary *s)
 
 	if (!s->finished)
 		return -EINVAL;
-	/* --per-pid adds the process after the name. */
-	fputs(s->per_pid ? "name,pid" : "name", out);
+	/* --per-pid adds the process and its title after the name. */
+	fputs(s->per_pid ? "name,pid,title" : "name", out);
 	fputs(csv_header + strlen("name"), out);
 	for (i = 0; i < s->nrows; i++)
 		csv_query(out, s, &s->rows[i]);

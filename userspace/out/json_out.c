@@ -40,8 +40,12 @@ static void json_query(struct json_writer *w, const struct summary *s,
 
 	jsonw__start_object(w);
 	jsonw__string_field(w, "name", r->name);
-	if (s->per_pid)
+	if (s->per_pid) {
+		const char *title = summary__title(s, r->pid);
+
 		jsonw__u64_field(w, "pid", r->pid);
+		jsonw__string_field(w, "title", title ? title : "");
+	}
 	jsonw__u64_field(w, "count", st->count);
 	jsonw__u64_field(w, "self_ns", st->self_ns);
 	jsonw__u64_field(w, "total_ns", st->total_ns);

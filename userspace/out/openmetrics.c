@@ -184,7 +184,7 @@ static const struct om_process *proc_of(const struct om_input *in,
 	return NULL;
 }
 
-/* pid="..",comm="..",binary=".." */
+/* pid="..",comm="..",binary="..",title=".." */
 static void put_proc_labels(struct om_buf *b, uint32_t pid,
 			    const struct om_process *p)
 {
@@ -194,6 +194,8 @@ static void put_proc_labels(struct om_buf *b, uint32_t pid,
 	put_label_value(b, p ? p->comm : "", false);
 	puts_(b, ",binary=");
 	put_label_value(b, p ? p->binary : "", false);
+	puts_(b, ",title=");
+	put_label_value(b, p && p->title ? p->title : "", false);
 }
 
 /* # HELP / # TYPE (/ # UNIT) of a family. Counters' samples end in

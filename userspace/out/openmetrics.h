@@ -17,6 +17,7 @@ struct om_process {
 	uint32_t pid;
 	const char *comm;
 	const char *binary;
+	const char *title;	/* NULL: none */
 	bool alive;
 	uint64_t rss_bytes;	/* 0: unknown or gone */
 };

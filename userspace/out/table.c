@@ -322,10 +322,15 @@ static int table_build(struct text_table *t, const struct summary *s,
 		l = (struct line){ .st = &r->st, .p50_ns = r->p50_ns,
 				   .p99_ns = r->p99_ns };
 		if (s->per_pid) {
-			/* --per-pid: the process goes with the name. */
+			/* --per-pid: the process and its title go with the
+			 * name, in the Item column's width (the table stays
+			 * within 120 columns; a long title is cut first). */
+			const char *title = summary__title(s, r->pid);
 			char *item;
 
-			if (asprintf(&item, "%s [pid %u]", r->name, r->pid) < 0)
+			if (asprintf(&item, title && *title ? "%s [pid %u: %s]"
+						: "%s [pid %u%s]",
+				     r->name, r->pid, title ? title : "") < 0)
 				return -ENOMEM;
 			err = line_add(t, s, item, &l);
 			free(item);

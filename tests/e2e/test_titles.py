@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: MIT
+"""Process titles (/proc/PID/cmdline, rewritten by the process as
+PostgreSQL's backends do): the exact title of each process in --per-pid
+JSON, CSV and table, the last one a process had alive, cut at 127 bytes
+with "..."; in serve, a `title` label taken at first sight that does not
+change when the process retitles itself. Truth: the titles the host
+processes wrote and printed."""
+import csv
+import io
+import json
+import os
+import subprocess
+import time
+
+from fleet_metrics import parse, scrape, start_serve, stop_serve
+from sptest import (SPTRACE, check, eq, finish, require_bpf, run, tmpfile)
+
+HOST = os.environ["TITLE_HOST"]
+K = 5
+PAD = "p" * 300          # room in the argv area for a 200-byte title
+
+require_bpf()
+
+
+def kept(title):
+    """What sptrace keeps of a title: 127 bytes, the last 3 "..."."""
+    return title if len(title) <= 127 else title[:124] + "..."
+
+
+def truths(stdout):
+    return {t["pid"]: t for t in (json.loads(l) for l in stdout.splitlines()
+                                  if l.startswith("{"))}
+
+
+def test_per_pid():
+    cmd = [HOST, str(K), "300", "1000", PAD]
+    out = tmpfile(".json")
+    p = run([SPTRACE, "--per-pid", "--follow", "-f", "json", "-o", out,
+             "--"] + cmd, timeout=120)
+    eq(p.returncode, 0, "trace --per-pid: exit 0 (%s)" % p.stderr[-300:])
+    truth = truths(p.stdout)
+    eq(len(truth), 2, "two children printed their titles")
+    with open(out) as f:
+        data = json.load(f)
+    os.unlink(out)
+    got = {q["pid"]: (q["title"], q["count"]) for q in data["queries"]
+           if q["name"] == "t_work"}
+    want = {pid: (kept(t["t2"]), t["count"]) for pid, t in truth.items()}
+    eq(got, want, "--per-pid JSON: each child's last title alive, exact "
+       "(child 1's 200 bytes cut to 127 with ...), and its count")
+    w0 = [t for t in truth.values() if "worker 0" in t["t2"]]
+    if check(len(w0) == 1, "child 0 found"):
+        eq(w0[0]["t2"], "title_host: worker 0 idle", "child 0's own title")
+
+    # CSV: a title column after pid.
+    p = run([SPTRACE, "--per-pid", "--follow", "-f", "csv", "--"] + cmd,
+            timeout=120)
+    truth = truths("\n".join(l for l in p.stdout.splitlines()
+                             if l.startswith("{")))
+    rows = list(csv.DictReader(io.StringIO(
+        "\n".join(l for l in p.stdout.splitlines()
+                  if not l.startswith("{")))))
+    eq({int(r["pid"]): r["title"] for r in rows if r["name"] == "t_work"},
+       {pid: kept(t["t2"]) for pid, t in truth.items()},
+       "--per-pid CSV: title column exact")
+
+    # Table: the title goes with the pid in the Item column.
+    p = run([SPTRACE, "--per-pid", "--follow", "--"] + cmd, timeout=120)
+    truth = truths(p.stdout)
+    for pid, t in truth.items():
+        want = "| t_work [pid %d: %s" % (pid, kept(t["t2"])[:30])
+        check(want in p.stdout, "--per-pid table: %r" % want)
+    # (The Item column keeps its 60-cell cap: a long title is cut there.)
+    items = [l.split("|")[1] for l in p.stdout.splitlines()
+             if l.startswith("| t_work")]
+    check(items and max(len(i.strip()) for i in items) <= 60,
+          "--per-pid table: Item within its 60 cells (%s)" % items)
+
+
+def test_serve():
+    serve, url = start_serve(["-b", HOST])
+    try:
+        # Children keep title 1 for 1.5 s (serve's scan of -b processes
+        # runs every 200 ms), then retitle and stay 3 s.
+        h = subprocess.Popen([HOST, str(K), "1500", "3000", PAD],
+                             stdout=subprocess.PIPE, text=True)
+        truth = {}
+        for _ in range(2):
+            t = json.loads(h.stdout.readline())
+            truth[t["pid"]] = t
+        labels = []
+        for i in range(2):
+            s = parse(scrape(url)[2])
+            labels.append({int(l["pid"]): l.get("title") for n, l, v in s
+                           if n == "sptrace_query_invocations_total" and
+                           l.get("query") == "t_work"})
+            time.sleep(0.5)
+        want = {pid: kept(t["t1"]) for pid, t in truth.items()}
+        eq(labels[0], want, "serve: title label = the title at first sight")
+        eq(labels[1], want, "serve: the label does not change when the "
+           "process retitles itself (no new series)")
+        h.wait(timeout=30)
+        eq(h.returncode, 0, "title host exit 0")
+    finally:
+        stop_serve(serve)
+
+
+test_per_pid()
+test_serve()
+finish()
