@@ -23,6 +23,9 @@ enum sp_event_kind {
 	SP_EV_FREE = 10,	/* arg2 = pointer */
 	SP_EV_THREAD_NAME = 11,	/* name = the thread's name */
 	SP_EV_THREAD_EXIT = 12,	/* a traced thread exited (frees its stack) */
+	/* name = the process's title (/proc/PID/cmdline), written by sptrace
+	 * record before a process's first event; never from BPF. Format 1.1. */
+	SP_EV_PROCESS_TITLE = 13,
 	SP_EV__MAX,
 };
 

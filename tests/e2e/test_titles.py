@@ -3,8 +3,9 @@
 PostgreSQL's backends do): the exact title of each process in --per-pid
 JSON, CSV and table, the last one a process had alive, cut at 127 bytes
 with "..."; in serve, a `title` label taken at first sight that does not
-change when the process retitles itself. Truth: the titles the host
-processes wrote and printed."""
+change when the process retitles itself; in a recording, the title at the
+process's first event, which export --chrome makes its process_name.
+Truth: the titles the host processes wrote and printed."""
 import csv
 import io
 import json
@@ -105,6 +106,29 @@ def test_serve():
         stop_serve(serve)
 
 
+def test_chrome():
+    spt, js = tmpfile(".spt"), tmpfile(".json")
+    try:
+        p = run([SPTRACE, "record", "--follow", "-o", spt, "--", HOST, str(K),
+                 "500", "300", PAD], timeout=120)
+        eq(p.returncode, 0, "record: exit 0 (%s)" % p.stderr[-300:])
+        truth = truths(p.stdout)
+        p = run([SPTRACE, "export", "--chrome", "-o", js, spt])
+        eq(p.returncode, 0, "export --chrome: exit 0 (%s)" % p.stderr[-300:])
+        with open(js) as f:
+            ev = json.load(f)["traceEvents"]
+        names = {e["pid"]: e["args"]["name"] for e in ev
+                 if e.get("ph") == "M" and e["name"] == "process_name"}
+        eq(names, {pid: kept(t["t1"]) for pid, t in truth.items()},
+           "export --chrome: process_name of each child = its title at "
+           "its first event")
+    finally:
+        for f in (spt, js):
+            if os.path.exists(f):
+                os.unlink(f)
+
+
 test_per_pid()
 test_serve()
+test_chrome()
 finish()

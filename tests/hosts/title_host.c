@@ -6,8 +6,9 @@
  *   title_host K WAIT_MS HOLD_MS PADDING
  *
  * The parent forks two children and waits for them. Each child sets its
- * title T1 at once, sleeps WAIT_MS, runs "t_work" K * (i + 1) times, sets
- * title T2, prints {"pid": P, "t1": T1, "t2": T2, "count": C} on its own
+ * title T1 at once, sleeps WAIT_MS, runs "t_work" K * (i + 1) times, sleeps
+ * WAIT_MS again (a recorder reads its events meanwhile), sets title T2,
+ * prints {"pid": P, "t1": T1, "t2": T2, "count": C} on its own
  * line, sleeps HOLD_MS and exits. Both rewrite their argv memory in
  * place as PostgreSQL does (PADDING, a long last argument, gives room; the
  * rest is NUL-padded): child 0 "title_host: worker 0 busy", then
@@ -72,6 +73,7 @@ static void child(int i, int k, int wait_ms, int hold_ms)
 		SP_QUERY_BEGIN("t_work");
 		SP_QUERY_END("t_work");
 	}
+	sleep_ms(wait_ms);
 	if (i == 0)
 		set_in_place("title_host: worker 0 idle");
 	else

@@ -404,8 +404,8 @@ static void test_histogram(void)
 	CHECK(c && b && c->value == b->value && c->value == 7);
 	sum = find(&p, "sptrace_query_latency_seconds_sum", "h", NULL);
 	CHECK(sum != NULL);
-	CHECK(strstr(text, "sptrace_query_latency_seconds_sum{query=\"h\",pid=\"42\",comm=\"\",binary=\"\"} 20.006003485\n"));
-	CHECK(strstr(text, "sptrace_query_time_seconds_total{query=\"h\",pid=\"42\",comm=\"\",binary=\"\"} 20.009003485\n"));
+	CHECK(strstr(text, "sptrace_query_latency_seconds_sum{query=\"h\",pid=\"42\",comm=\"\",binary=\"\",title=\"\"} 20.006003485\n"));
+	CHECK(strstr(text, "sptrace_query_time_seconds_total{query=\"h\",pid=\"42\",comm=\"\",binary=\"\",title=\"\"} 20.009003485\n"));
 	CHECK(strstr(text, "# UNIT sptrace_query_latency_seconds seconds\n"));
 	CHECK(strstr(text, "# TYPE sptrace_query_invocations counter\n"));
 	CHECK(strstr(text, "sptrace_attached_probes 7\n"));

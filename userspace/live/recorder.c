@@ -19,6 +19,7 @@
 #include <sptrace/record_abi.h>
 #include "clock.h"
 #include "log.h"
+#include "proc_title.h"
 #include "query.skel.h"
 #include "query_maps.h"
 #include "recorder.h"
@@ -129,6 +130,52 @@ static int name_id(struct recorder *rec, uint32_t pid, uint64_t addr,
 	return 0;
 }
 
+/*
+ * Before a process's first event, its title (proc_title.h) as an
+ * SP_EV_PROCESS_TITLE event: read while it is known to run, so export can
+ * name its track. Readers of format 1.0 ignore the kind. 0 or -errno.
+ */
+static int title_event(struct recorder *rec, const struct sp_rec_event *e)
+{
+	size_t lo = 0, hi = rec->ntitled;
+	char title[PROC_TITLE_MAX];
+	struct trace_event ev;
+	int err;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (rec->titled[mid] == e->pid)
+			return 0;
+		if (rec->titled[mid] < e->pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (rec->ntitled == rec->titled_cap) {
+		size_t cap = rec->titled_cap ? 2 * rec->titled_cap : 64;
+		uint32_t *v = realloc(rec->titled, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		rec->titled = v;
+		rec->titled_cap = cap;
+	}
+	memmove(&rec->titled[lo + 1], &rec->titled[lo],
+		(rec->ntitled - lo) * sizeof(*rec->titled));
+	rec->titled[lo] = e->pid;
+	rec->ntitled++;
+	if (proc_title__read((pid_t)e->pid, title))
+		return 0;	/* gone already: no title */
+	memset(&ev, 0, sizeof(ev));
+	ev.ts_ns = e->ts_ns;
+	ev.pid = e->pid;
+	ev.tid = e->tid;
+	ev.kind = SP_EV_PROCESS_TITLE;
+	err = trace_writer__string(rec->w, title, &ev.name_id);
+	return err ? err : trace_writer__event(rec->w, &ev);
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	const struct sp_rec_event *e = data;
@@ -150,6 +197,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		rec->filtered++;
 		return 0;
 	}
+	if (!err)
+		err = title_event(rec, e);
 	if (!err)
 		err = trace_writer__event(rec->w, &ev);
 	if (err)
@@ -228,6 +277,9 @@ void recorder__destroy(struct recorder *rec)
 	session__destroy(&rec->ss);
 	free(rec->names);
 	free(rec->only);
+	free(rec->titled);
 	rec->names = NULL;
 	rec->only = NULL;
+	rec->titled = NULL;
+	rec->ntitled = rec->titled_cap = 0;
 }

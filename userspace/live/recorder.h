@@ -29,6 +29,8 @@ struct recorder {
 	uint32_t nnames, cap;
 	char **only;		/* --only: names to keep, NULL-terminated */
 	uint64_t filtered;	/* events left out by --only */
+	uint32_t *titled;	/* pids given a title event, sorted */
+	size_t ntitled, titled_cap;
 	uint64_t last_flush_ns;
 	int err;		/* first writer error */
 	bool started;		/* the session started: something was traced */

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ static const char *const kind_names[SP_EV__MAX] = {
 	[SP_EV_FREE] = "free",
 	[SP_EV_THREAD_NAME] = "thread_name",
 	[SP_EV_THREAD_EXIT] = "thread_exit",
+	[SP_EV_PROCESS_TITLE] = "process_title",
 };
 
 const char *export__kind_name(uint32_t kind)
@@ -168,19 +170,22 @@ static void chrome_other(struct json_writer *w, const struct export_info *info,
 	jsonw__end_object(w);
 }
 
-/* The processes seen, in order of their first event. */
+/* The processes seen, in order of their first event, and the string id
+ * of each one's title (TRACE_NO_STRING: none in the file). */
 struct pids {
 	uint32_t *v;
+	uint32_t *title;
 	size_t n, cap;
 };
 
+/* The index of `pid`, added if new; -ENOMEM. */
 static int pids_add(struct pids *p, uint32_t pid)
 {
 	size_t i;
 
 	for (i = p->n; i-- > 0; )
 		if (p->v[i] == pid)
-			return 0;
+			return (int)i;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 8;
 		uint32_t *v = realloc(p->v, cap * sizeof(*v));
@@ -188,18 +193,26 @@ static int pids_add(struct pids *p, uint32_t pid)
 		if (!v)
 			return -ENOMEM;
 		p->v = v;
+		v = realloc(p->title, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		p->title = v;
 		p->cap = cap;
 	}
+	if (p->n >= INT_MAX)
+		return -ENOMEM;
+	p->title[p->n] = TRACE_NO_STRING;
 	p->v[p->n++] = pid;
-	return 0;
+	return (int)(p->n - 1);
 }
 
 /*
  * A "process_name" metadata event per process, so Perfetto names a track
- * group instead of showing a bare PID. The trace file stores no process
- * names, only the launched command line: the first process seen is that
- * command, later ones (--follow) its descendants. Without a command line
- * (-p, -b) the process is named as what it is to sptrace.
+ * group instead of showing a bare PID: its title where the file has one
+ * (SP_EV_PROCESS_TITLE, format 1.1). Else, from the launched command line:
+ * the first process seen is that command, later ones (--follow) its
+ * descendants. Without a command line (-p, -b) the process is named as
+ * what it is to sptrace.
  */
 static void chrome_process_names(struct chrome *c, const struct pids *p,
 				 const struct export_info *info)
@@ -217,10 +230,20 @@ static void chrome_process_names(struct chrome *c, const struct pids *p,
 		len -= (size_t)(base - cmd);
 	}
 	for (i = 0; i < p->n; i++) {
+		const char *title = p->title[i] == TRACE_NO_STRING ? NULL :
+				    name_of(c->src, p->title[i]);
 		char *name = NULL;
 
 		chrome_begin(c, "M", 0, "process_name", NULL, c->base, p->v[i],
 			     p->v[i]);
+		if (title) {
+			jsonw__name(&c->w, "args");
+			jsonw__start_object(&c->w);
+			jsonw__string_field(&c->w, "name", title);
+			jsonw__end_object(&c->w);
+			jsonw__end_object(&c->w);
+			continue;
+		}
 		if (cmd && i &&
 		    asprintf(&name, "%.*s: descendant", (int)len, base) < 0)
 			name = NULL;
@@ -245,7 +268,7 @@ int export__chrome(FILE *out, const struct export_source *src,
 	struct chrome c;
 	struct json_writer *w = &c.w;
 	struct replay r;
-	int ret;
+	int ret, idx;
 
 	if (!info)
 		info = &no_info;
@@ -260,9 +283,10 @@ int export__chrome(FILE *out, const struct export_source *src,
 	jsonw__start_array(w);
 	while ((ret = src->next(src->ctx, &ev)) == 1) {
 		stats->events++;
-		ret = pids_add(&pids, ev.pid);
-		if (!ret)
-			ret = replay__event(&r, &ev);
+		idx = pids_add(&pids, ev.pid);
+		if (idx >= 0 && ev.kind == SP_EV_PROCESS_TITLE)
+			pids.title[idx] = ev.name_id;	/* the last one wins */
+		ret = idx < 0 ? idx : replay__event(&r, &ev);
 		if (ret)
 			break;
 		if (ev.kind == SP_EV_THREAD_NAME) {
@@ -291,6 +315,7 @@ int export__chrome(FILE *out, const struct export_source *src,
 	if (!ret)
 		chrome_process_names(&c, &pids, info);
 	free(pids.v);
+	free(pids.title);
 	if (ret < 0)
 		return ret;
 	jsonw__break(w);
