@@ -7,6 +7,7 @@ probe), `-p POSTMASTER --follow` equal to `-b`, and bad specs refused in
 one line. The cluster is removed whatever happens (pgcluster.py)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -133,6 +134,21 @@ try:
     eq({k: rp[k]["count"] for k in PGBENCH + ["transaction"]},
        {k: rb[k]["count"] for k in PGBENCH + ["transaction"]},
        "-p POSTMASTER --follow counts what -b counts")
+
+    # Backends told apart: each pgbench client's backend has its rows under
+    # its own pid, titled as PostgreSQL titles it (user, database, host,
+    # then its state when last seen alive), though it has exited by the
+    # report.
+    s_t, _ = traced_pgbench(c, ["-p", str(c.postmaster_pid()), "--follow",
+                                "--per-pid"], spec_file)
+    backends = {q["pid"]: q["title"] for q in s_t["queries"]
+                if q["name"] in PGBENCH}
+    eq(len(backends), CLIENTS, "--per-pid: pgbench's statements in %d "
+       "backends (%r)" % (CLIENTS, sorted(backends)))
+    bad = {pid: t for pid, t in backends.items()
+           if not re.match(r"postgres: postgres postgres \[local\] \S", t)}
+    eq(bad, {}, "--per-pid: every backend titled 'postgres: postgres "
+       "postgres [local] STATE' (%r)" % sorted(set(backends.values())))
 
     # Bad specs on the real binary: one line each, before or after tracing.
     for bad, needle in [
