@@ -286,6 +286,12 @@ static int tick(struct ticker *t, bool final)
 	show.per_pid = io->per_pid;
 	for (unsigned int i = 0; !err && i < src->nrows; i++)
 		err = exited_rows__add_row(&show, &src->rows[i], src->rows[i].pid);
+	/* Titles as serve labels them (at first sight): a process keeps one
+	 * title from tick to tick. */
+	for (size_t i = 0; !err && io->per_pid && i < t->rows.nprocs; i++)
+		if (t->rows.procs[i].title[0])
+			err = summary__set_title(&show, t->rows.procs[i].pid,
+						 t->rows.procs[i].title);
 	if (err)
 		goto cleanup;
 	memcpy(show.errors, src->errors, sizeof(show.errors));

@@ -16,7 +16,7 @@
  * changes; a reader refuses another MAJOR and reads any MINOR.
  */
 #define JSON_SUMMARY_VERSION_MAJOR 1
-#define JSON_SUMMARY_VERSION_MINOR 1	/* 1.1: "events", errors.batch_lost */
+#define JSON_SUMMARY_VERSION_MINOR 1	/* 1.1: "events", errors.batch_lost, "title" with --per-pid */
 
 /* Limits on what the reader accepts. */
 #define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */
