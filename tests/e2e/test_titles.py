@@ -65,17 +65,27 @@ def test_per_pid():
        {pid: kept(t["t2"]) for pid, t in truth.items()},
        "--per-pid CSV: title column exact")
 
-    # Table: the title goes with the pid in the Item column.
+    # Table: the title goes with the pid in the Item column. The default
+    # table fits 120 columns (names, titles with them, are cut to fit);
+    # --wide shows the Item column up to its 60 cells.
     p = run([SPTRACE, "--per-pid", "--follow", "--"] + cmd, timeout=120)
+    truth = truths(p.stdout)
+    lines = [l for l in p.stdout.splitlines() if l.startswith(("|", "+"))]
+    check(lines and max(len(l) for l in lines) <= 120,
+          "--per-pid table within 120 columns")
+    for pid in truth:
+        check("| t_work [pid %d: title_host: " % pid in p.stdout,
+              "--per-pid table: pid %d and its title's start" % pid)
+    p = run([SPTRACE, "--per-pid", "--wide", "--follow", "--"] + cmd,
+            timeout=120)
     truth = truths(p.stdout)
     for pid, t in truth.items():
         want = "| t_work [pid %d: %s" % (pid, kept(t["t2"])[:30])
-        check(want in p.stdout, "--per-pid table: %r" % want)
-    # (The Item column keeps its 60-cell cap: a long title is cut there.)
+        check(want in p.stdout, "--per-pid --wide table: %r" % want)
     items = [l.split("|")[1] for l in p.stdout.splitlines()
              if l.startswith("| t_work")]
     check(items and max(len(i.strip()) for i in items) <= 60,
-          "--per-pid table: Item within its 60 cells (%s)" % items)
+          "--per-pid --wide table: Item within its 60 cells (%s)" % items)
 
 
 def test_serve():
