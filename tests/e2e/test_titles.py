@@ -74,8 +74,8 @@ def test_per_pid():
     check(lines and max(len(l) for l in lines) <= 120,
           "--per-pid table within 120 columns")
     for pid in truth:
-        check("| t_work [pid %d: title_host: " % pid in p.stdout,
-              "--per-pid table: pid %d and its title's start" % pid)
+        check("| t_work [pid %d: " % pid in p.stdout,
+              "--per-pid table: pid %d with a title" % pid)
     p = run([SPTRACE, "--per-pid", "--wide", "--follow", "--"] + cmd,
             timeout=120)
     truth = truths(p.stdout)
