@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "diff.h"
+#include "diff_writer.h"
 #include "check.h"
 
 static void add(struct summary *s, const char *name, uint64_t self,

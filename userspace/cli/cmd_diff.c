@@ -12,7 +12,7 @@
 #include <string.h>
 #include "cli.h"
 #include "commands.h"
-#include "diff.h"
+#include "diff_writer.h"
 #include "table.h"
 #include "history_db.h"
 #include "log.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "cli.h"
 #include "log.h"
-#include "mem_report.h"
+#include "mem_writer.h"
 #include "output.h"
 #include "json_out.h"
 #include "summary_writer.h"

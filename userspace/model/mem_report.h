@@ -2,17 +2,15 @@
 /*
  * The memory report: what `sptrace mem` and `sptrace --mem` print, filled
  * from the maps of bpf/mem.bpf.c by mem_provider.c (already scaled when
- * sampled) and written as tables, JSON or CSV. Writers print the figures
- * as they are and escape every string.
+ * sampled) and written as tables, JSON or CSV by out/mem_writer.h.
  */
 #ifndef SPTRACE_MEM_REPORT_H
 #define SPTRACE_MEM_REPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <sptrace/mem_abi.h>
-#include "summary_writer.h"
 
 /* Most timeline points kept; when full, neighbours merge. */
 #define MEM_TIMELINE_MAX 1024
@@ -100,23 +98,7 @@ void mem_report__finish(struct mem_report *r);
  * merged by maximum). 0 or -ENOMEM. */
 int mem_timeline__add(struct mem_timeline *tl, const struct mem_point *p);
 
-/* Human-scaled bytes: "512 B", "1.5 KiB", "12.0 MiB". */
-void mem_report__fmt_bytes(char *buf, size_t len, uint64_t b);
 /* Name of error slot i in JSON/CSV ("unknown_frees", ...). */
 const char *mem_report__error_name(unsigned int i);
-
-/* Tables (types, heap, threads, sites, timeline sparkline). 0 or -EIO. */
-int mem_report__write_table(FILE *out, const struct mem_report *r);
-/* The report's JSON fields without braces ("sampled":N,...), for
- * json_out__write_with(); ctx is the report. 0 or -EIO. */
-int mem_report__json_fields(FILE *out, void *ctx);
-/* The whole JSON object of `sptrace mem`. */
-int mem_report__write_json(FILE *out, const struct mem_report *r);
-int mem_report__write_csv(FILE *out, const struct mem_report *r);
-/* One warning line per non-zero error counter. */
-void mem_report__warn_errors(FILE *err, const struct mem_report *r);
-/* In `fmt`: table, JSON or CSV, then the warnings on stderr. */
-int mem_report__write(FILE *out, const struct mem_report *r,
-		      enum summary_format fmt);
 
 #endif /* SPTRACE_MEM_REPORT_H */

@@ -24,7 +24,7 @@
 #include "html_report.h"
 #include "html_trace.h"
 #include "json_writer.h"
-#include "mem_report.h"
+#include "mem_writer.h"
 #include "text.h"
 
 #ifndef SPTRACE_VERSION
