@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 SPTRACE = os.environ.get("SPTRACE", "sptrace")
 _passed = 0
@@ -57,6 +58,43 @@ def require_bpf():
 
 _buffer = None
 
+
+
+def wait_links(pid, timeout=20.0):
+    """Until process pid (an sptrace) holds a uprobe link: it has started
+    attaching. True, or False when it exited or the time ran out."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            for fd in os.listdir("/proc/%d/fdinfo" % pid):
+                try:
+                    with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                        info = f.read()
+                except OSError:
+                    continue
+                if "uprobe" in info and "link_type" in info:
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.02)
+    return False
+
+
+def wait_tracing(proc, timeout=60.0):
+    """Until an sptrace started without -d (stderr a pipe, text mode) says
+    it traces: every site attached and counting. Returns the stderr lines
+    read on the way, for the caller's messages; communicate() reads the
+    rest."""
+    seen = []
+    end = time.time() + timeout
+    while time.time() < end:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if "Ctrl-C to stop" in line:
+            return seen
+    return seen
 
 def check(cond, what):
     global _passed, _failed

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 
-from sptest import SPTRACE, check, eq, finish, require_bpf, run
+from sptest import SPTRACE, check, eq, finish, require_bpf, run, wait_links
 
 SRC = os.environ["SOURCE_ROOT"]
 BUILD = os.environ["BUILD_ROOT"]
@@ -173,13 +173,17 @@ def run_shown(where, cmd, cwd):
                              stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
         if until_int or until_release:
-            time.sleep(2)
+            wait_links(p.pid)
+            time.sleep(1)
             if until_int:
                 p.send_signal(signal.SIGINT)
             targets.release()
         elif targets.procs:
-            # -p ... -d 1: the targets work while sptrace is attached.
-            time.sleep(0.8)
+            # -p ... -d 1: the targets work while sptrace is attached
+            # (its first uprobe link; loading BPF takes over a second on
+            # a loaded machine, longer than any fixed sleep was).
+            wait_links(p.pid)
+            time.sleep(0.2)
             targets.release()
         try:
             so, se = p.communicate(timeout=120)

@@ -9,7 +9,7 @@ import subprocess
 import time
 
 from sptest import (SPTRACE, check, eq, finish, host_truth, require_bpf, run,
-                    tmpfile)
+                    tmpfile, wait_tracing)
 
 GT = os.environ["GT_HOST"]
 
@@ -163,9 +163,10 @@ for args in (lambda pid: ["-p", "%d,%d" % (pid, pid)],
         t = subprocess.Popen([SPTRACE, "-f", "json"] + args(h.pid),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        time.sleep(1.5)
+        head = "".join(wait_tracing(t))
         truth = release(h)
         out, err = t.communicate(timeout=60)
+        err = head + err
         eq(t.returncode, 0, "%s: exit 0 (%s)" % (args(h.pid), err.strip()[:200]))
         got = {q["name"]: q["count"] for q in json.loads(out)["queries"]} \
             if t.returncode == 0 else {}

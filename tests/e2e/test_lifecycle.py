@@ -14,7 +14,7 @@ import threading
 import time
 
 from sptest import (SPTRACE, check, eq, finish, require_bpf, rows, run,
-                    tmpfile)
+                    tmpfile, wait_links)
 
 SOAK = os.environ["SOAK_HOST"]
 LIFE = os.environ["LIFE_HOST"]
@@ -53,25 +53,6 @@ def wait_for(stream, want, timeout=30.0):
         if want in line:
             return line, seen
     return None, seen
-
-
-def wait_links(pid, timeout=20.0):
-    """Until process pid holds a uprobe link (sptrace has attached)."""
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            for fd in os.listdir("/proc/%d/fdinfo" % pid):
-                try:
-                    with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                        info = f.read()
-                except OSError:
-                    continue
-                if "uprobe" in info and "link_type" in info:
-                    return True
-        except OSError:
-            return False
-        time.sleep(0.02)
-    return False
 
 
 class Trace:
