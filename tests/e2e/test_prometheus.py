@@ -2,12 +2,15 @@
 """A real Prometheus (Debian's /usr/bin/prometheus) scrapes `sptrace serve`
 every second while a host runs a steady workload; PromQL over what it
 stored must agree with what the host itself did, timed by its own clocks
-(tests/hosts/fleet_host.c --times: each query's latency and the realtime
-of its end): counters exactly; every histogram bucket against the host's
-own latencies; histogram_quantile() against Prometheus's interpolation
-applied to the host's buckets; every stored sample of the counter against
-the host's count at the sample's timestamp; rate() against the host's
-counts at the samples' times, through Prometheus's extrapolation. A second
+(tests/hosts/fleet_host.c --times: clock readings on both sides of each
+probe, so each query's latency as sptrace measures it lies between the
+host's inner and outer latency, and its END between two realtime readings):
+counters exactly; every histogram bucket between the host's counts at its
+bound, through the kernel histogram's own buckets; histogram_quantile()
+against Prometheus's interpolation applied to those bounds; every stored
+sample of the counter against the host's count at the sample's timestamp;
+rate() against the host's counts at the samples' times, through
+Prometheus's extrapolation. A second
 sptrace traces the same run and must agree with the host too. Missing
 prometheus: fails in CI, skips otherwise."""
 import bisect
@@ -76,9 +79,21 @@ def series(base, promql, at):
     return [(float(t), float(v)) for t, v in res[0]["values"]] if res else []
 
 
-def host_cum(lat, le, slack=1.0):
-    """How many of the host's latencies (sorted, seconds) are <= le/slack."""
-    return bisect.bisect_right(lat, le / slack)
+def hist_top(ns):
+    """The largest value of the kernel histogram bucket that holds `ns`
+    (include/sptrace/hist.h: sp_hist_bucket_hi(sp_hist_bucket(ns)) - 1):
+    exact below 32, then 32 sub-buckets per power of two."""
+    if ns < 32:
+        return ns
+    shift = ns.bit_length() - 1 - 5
+    return ((ns >> shift) << shift) + (1 << shift) - 1
+
+
+def ladder_cum(tops, le):
+    """How many observations userspace/out/openmetrics.c counts under `le`
+    (seconds), given their kernel buckets' tops (sorted, ns): a kernel
+    bucket is counted under the first bound its whole range is <= to."""
+    return bisect.bisect_right(tops, round(le * 1e9))
 
 
 def prom_quantile(q, cum):
@@ -95,8 +110,13 @@ def prom_quantile(q, cum):
 
 def cum_choices(lo, hi):
     """Every monotonic cumulative histogram with lo[i] <= c[i] <= hi[i],
-    taking each bucket's count at one of its two ends."""
-    diff = [i for i in range(len(lo)) if lo[i] != hi[i]][:8]
+    taking each bucket's count at one of its two ends (prom_quantile never
+    grows with a cumulative count, so lo and hi themselves, both among
+    these, give its extremes; the rest cost nothing with few bounds that
+    differ)."""
+    diff = [i for i in range(len(lo)) if lo[i] != hi[i]]
+    if len(diff) > 10:
+        return [list(lo), list(hi)]
     out = []
     for mask in range(1 << len(diff)):
         c = list(hi)
@@ -108,13 +128,14 @@ def cum_choices(lo, hi):
     return out
 
 
-def prom_rate(samples, t_eval, rng, inc):
+def prom_rate(samples, t_eval, rng, inc, first_v=None):
     """rate() as Prometheus 2.42 extrapolates it (promql/functions.go:
     extrapolatedRate) for a counter whose samples in (t_eval - rng, t_eval]
     are at `samples` times and which grew by `inc` between the first and
-    the last of them."""
+    the last of them, from `first_v` (default: the first sample's value)."""
     ts = [t for t, _ in samples if t_eval - rng <= t <= t_eval]
-    first_v = [v for t, v in samples if t == ts[0]][0]
+    if first_v is None:
+        first_v = [v for t, v in samples if t == ts[0]][0]
     sampled = ts[-1] - ts[0]
     avg = sampled / (len(ts) - 1)
     to_start, to_end = ts[0] - (t_eval - rng), t_eval - ts[-1]
@@ -183,10 +204,20 @@ def run_test(tmp):
         with open(summary) as f:
             own = rows(json.load(f))["q00000"]
         os.unlink(summary)
+        # Each query: its latency inside the probes and outside them (ns),
+        # and the realtime (s) just before and just after its END probe.
         with open(times) as f:
-            recs = [tuple(int(x) for x in line.split()) for line in f]
-        ends = [e / 1e9 for e, _ in recs]           # sorted: one thread
-        lat = sorted(d / 1e9 for _, d in recs)
+            recs = [(int(a), int(b), int(c) / 1e9, int(d) / 1e9)
+                    for a, b, c, d in (line.split() for line in f)]
+        pre_end = [r[2] for r in recs]              # sorted: one thread
+        post_end = [r[3] for r in recs]
+        # sptrace's BEGIN-to-END time is in [inner, outer]; the kernel
+        # bucket's top is monotonic in it.
+        top_in = sorted(hist_top(r[0]) for r in recs)
+        top_out = sorted(hist_top(r[1]) for r in recs)
+        print("note: outer - inner latency: max %.1f us, %d of %d over 10 us"
+              % (max((r[1] - r[0] for r in recs), default=0) / 1e3,
+                 sum(r[1] - r[0] > 10000 for r in recs), len(recs)))
         n = truth["invocations_per_name"]
         eq(len(recs), n, "the host timed each of its %d queries" % n)
         eq(own["count"], n, "second sptrace's JSON: count is the host's")
@@ -199,22 +230,18 @@ def run_test(tmp):
         eq(one(base, "sptrace_query_latency_seconds_count" + sel), float(n),
            "Prometheus: histogram _count == the host's count")
         # Every bucket against the host's own latencies. sptrace's interval
-        # encloses the host's clock readings, so it never counts a query
-        # under a lower bound than the host's latency: at each bound its
-        # count is at most the host's. It may be lower by the queries the
-        # host timed just below the bound: a kernel bucket (3%) straddling
-        # a bound is counted under the bound above, and a preemption
-        # between a probe and the host's clock read lengthens sptrace's
-        # interval. Undisturbed queries (300 us, 3 ms) are 37% or more from
-        # every bound; the few within 25% below one were disturbed.
+        # lies between the host's inner and outer readings, and a query is
+        # counted under a bound when its kernel bucket's top is <= the
+        # bound: at each bound the count is at least the host's count of
+        # outer latencies so counted, at most that of inner ones.
         got = {}
         for labels, v in query_labeled(
                 base, "sptrace_query_latency_seconds_bucket" + sel):
             got[float(labels["le"])] = v
         eq(sorted(got), sorted(LADDER + [float("inf")]),
            "Prometheus: every ladder bucket stored")
-        cum_hi = [host_cum(lat, le) for le in LADDER] + [n]
-        cum_lo = [host_cum(lat, le, 1.25) for le in LADDER] + [n]
+        cum_hi = [ladder_cum(top_in, le) for le in LADDER] + [n]
+        cum_lo = [ladder_cum(top_out, le) for le in LADDER] + [n]
         bad = [(le, got.get(le), lo, hi) for le, lo, hi in
                zip(LADDER + [float("inf")], cum_lo, cum_hi)
                if not lo <= got.get(le, -1) <= hi]
@@ -223,8 +250,8 @@ def run_test(tmp):
                   len(got), bad, list(zip(LADDER, cum_hi))[6:13]))
         # Quantiles: Prometheus's interpolation applied to the host's own
         # buckets gives the answer, to float precision (a range, over the
-        # counts each bucket may have, when a disturbed query sat near a
-        # bound).
+        # counts each bucket may have, when a query's inner and outer
+        # latencies fall under different bounds).
         for q in (0.99, 0.5):
             v = one(base, "histogram_quantile(%s, sptrace_query_latency_"
                           "seconds_bucket%s)" % (q, sel))
@@ -232,32 +259,25 @@ def run_test(tmp):
             a, b = min(est), max(est)
             check(a - 1e-12 <= v <= b + 1e-12, "histogram_quantile(%s) = "
                   "%.6gs, from the host's buckets [%.6g, %.6g]" % (q, v, a, b))
-        # The usual form, over a rate: a window's p99 is a slow query, in
-        # the ladder bucket of the host's own p99 of that window.
-        mid = (t0 + t1) / 2 + 2
-        win = sorted(d / 1e9 for e, d in recs if mid - 4 < e / 1e9 <= mid)
-        x = win[int(0.99 * len(win))] if win else 0.0
-        i = bisect.bisect_left(LADDER, x)
-        v = one(base, "histogram_quantile(0.99, rate(sptrace_query_latency_"
-                      "seconds_bucket%s[4s]))" % sel, at=mid)
-        check(win and LADDER[i - 1] < v <= LADDER[i],
-              "histogram_quantile(0.99, rate(..[4s])) mid-run = %.6gs in the "
-              "bucket of the host's p99 %.6gs" % (v, x))
         # Every stored sample of the counter against the host's count at
         # the sample's timestamp. Prometheus stamps a sample as it starts
         # the scrape; serve then reads its maps (its 0.5 s render cache is
-        # stale at a 1 s scrape interval): the count is the host's between
-        # the timestamp and 150 ms later (the request's latency on a loaded
-        # machine), less 10 ms for the host's clock read after END.
-        def host_count(t):
-            return bisect.bisect_right(ends, t)
+        # stale at a 1 s scrape interval) between the timestamp and 150 ms
+        # later (the request's latency on a loaded machine): the count is
+        # at least the queries whose END the host saw done by the
+        # timestamp, at most those it was about to END by 150 ms later.
+        def count_lo(t):
+            return bisect.bisect_right(post_end, t)
+
+        def count_hi(t):
+            return bisect.bisect_right(pre_end, t + 0.15)
         samples = series(base, "sptrace_query_invocations_total%s[60s]" % sel,
                          t1 + 5)
-        off = [(t, v, host_count(t - 0.01), host_count(t + 0.15))
-               for t, v in samples
-               if not host_count(t - 0.01) <= v <= host_count(t + 0.15)]
+        off = [(t, v, count_lo(t), count_hi(t)) for t, v in samples
+               if not count_lo(t) <= v <= count_hi(t)]
         lags = [next((x / 1000.0 for x in range(-10, 1000)
-                      if host_count(t + x / 1000.0) >= v), None)
+                      if bisect.bisect_right(pre_end, t + x / 1000.0) >= v),
+                     None)
                 for t, v in samples]
         print("note: each sample's count reached by the host within %r s of "
               "its timestamp" % sorted(set(lags)))
@@ -267,17 +287,69 @@ def run_test(tmp):
         # rate() mid-run: Prometheus's extrapolation of the counter's growth
         # between the window's first and last samples; that growth lies
         # between the host's counts at those times (same bounds as above).
+        mid = (t0 + t1) / 2 + 2
         r = one(base, "rate(sptrace_query_invocations_total%s[4s])" % sel,
                 at=mid)
         ts = [t for t, _ in samples if mid - 4 <= t <= mid]
         if check(len(ts) >= 2, "rate(): %d samples in the window" % len(ts)):
-            inc_lo = host_count(ts[-1] - 0.01) - host_count(ts[0] + 0.15)
-            inc_hi = host_count(ts[-1] + 0.15) - host_count(ts[0] - 0.01)
+            inc_lo = count_lo(ts[-1]) - count_hi(ts[0])
+            inc_hi = count_hi(ts[-1]) - count_lo(ts[0])
             lo = prom_rate(samples, mid, 4.0, max(inc_lo, 0))
             hi = prom_rate(samples, mid, 4.0, inc_hi)
             check(lo - 1e-9 <= r <= hi + 1e-9, "rate() mid-run %.2f/s from "
                   "the host's counts: [%.2f, %.2f] (%.1f%% wide)" %
                   (r, lo, hi, 100.0 * (hi - lo) / r if r else 0))
+        # The usual form, over a rate: histogram_quantile(0.99) of each
+        # bucket's rate() over the window. All bucket series share their
+        # sample times, so rate() scales each one's growth between the
+        # window's first and last samples by the same factor, unless its
+        # extrapolation toward the start is cut short where the series
+        # would reach zero; it cannot be, below, for any bucket that has
+        # enough before the window (checked, from the host's counts). The
+        # 0.99 rank then falls in the first bucket whose growth is at
+        # least 99 times the growth of the queries above it. At each
+        # sample, each of serve's kernel buckets is read between the
+        # timestamp and 150 ms later: the queries under a bound are at
+        # least those the host saw END by then with outer latency under
+        # it, at most those it was about to END with inner latency under
+        # it; the queries above it likewise, swapping inner and outer.
+        ts = [t for t, _ in samples if mid - 4 <= t <= mid]
+        v = one(base, "histogram_quantile(0.99, rate(sptrace_query_latency_"
+                      "seconds_bucket%s[4s]))" % sel, at=mid)
+        if len(ts) >= 2:
+            def counted(t, b, under):
+                """Queries under (or above) bound b at a sample at t."""
+                sure, maybe = (1, 0) if under else (0, 1)
+                return (sum(1 for r in recs if r[3] <= t and
+                            (hist_top(r[sure]) <= b) == under),
+                        sum(1 for r in recs if r[2] <= t + 0.15 and
+                            (hist_top(r[maybe]) <= b) == under))
+            to_start, sampled = ts[0] - (mid - 4), ts[-1] - ts[0]
+            can, must, cut = [], [], []
+            for le in LADDER:
+                b = round(le * 1e9)
+                (blo0, bhi0), (blo1, bhi1) = [counted(t, b, True)
+                                              for t in (ts[0], ts[-1])]
+                (alo0, ahi0), (alo1, ahi1) = [counted(t, b, False)
+                                              for t in (ts[0], ts[-1])]
+                grow_lo, grow_hi = max(blo1 - bhi0, 0), bhi1 - blo0
+                above_lo, above_hi = max(alo1 - ahi0, 0), ahi1 - alo0
+                if grow_hi > 0 and blo0 * sampled < to_start * grow_hi:
+                    cut.append(le)
+                can.append(grow_hi >= 99 * above_lo)
+                must.append(grow_lo > 99 * above_hi)
+            # +Inf: its growth is that of every query.
+            if count_lo(ts[0]) * sampled < to_start * (
+                    count_hi(ts[-1]) - count_lo(ts[0])):
+                cut.append(float("inf"))
+            first = next((i for i, c in enumerate(can) if c), len(LADDER) - 1)
+            last = next((i for i, m in enumerate(must) if m), len(LADDER) - 1)
+            low = LADDER[first - 1] if first else 0.0
+            check(not cut, "rate() window: no bucket's extrapolation cut at "
+                  "zero (%r)" % cut)
+            check(low < v <= LADDER[last], "histogram_quantile(0.99, "
+                  "rate(..[4s])) mid-run = %.6gs, in the host's ladder "
+                  "buckets (%g, %g]" % (v, low, LADDER[last]))
         # After the run the counter is flat: rate 0.
         eq(one(base, "rate(sptrace_query_invocations_total%s[4s])" % sel), 0.0,
            "rate() after the run is 0")

@@ -15,9 +15,17 @@
  * SIGUSR1. At the end it prints one JSON line: rounds, names, per-name
  * invocations and cache hits, the latency of every query of q00000 and
  * the time the rounds took. --times FILE: one line per query of q00000,
- * "END_REALTIME_NS LATENCY_NS", its latency on the host's clock inside the
- * probes and the CLOCK_REALTIME right after its END probe (what a scrape's
- * timestamp is compared with), written at the end.
+ * written at the end, bracketing each probe with clock readings on both
+ * sides so that a tracer's interval is known to lie between two of them:
+ *
+ *   INNER_NS OUTER_NS PRE_END_REALTIME_NS POST_END_REALTIME_NS
+ *
+ * INNER_NS is the latency on CLOCK_MONOTONIC read after BEGIN and before
+ * END (inside the probes), OUTER_NS read before BEGIN and after END
+ * (outside them): the BEGIN-to-END time a tracer measures lies in
+ * [INNER_NS, OUTER_NS]. The two CLOCK_REALTIME readings are taken just
+ * before and just after the END probe: the END happened between them
+ * (what a scrape's timestamp is compared with).
  */
 #include <sched.h>
 #include <signal.h>
@@ -30,7 +38,16 @@
 #include <sp_probe.h>
 #include "gt_spin.h"
 
+/* A compiler barrier: volatile asms keep their order among themselves,
+ * and no call moves across a memory clobber. */
+#define BARRIER() __asm__ __volatile__("" ::: "memory")
+
 static volatile sig_atomic_t stop, go;
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
 
 static void on_stop(int sig)
 {
@@ -72,7 +89,7 @@ int main(int argc, char **argv)
 {
 	long names = 4, rounds = 0, pause_ms = 10, spin_us = 100;
 	long slow_every = 0, slow_us = 0, vm_child_ms = 0, k, i;
-	uint64_t lat_sum = 0, t0, t1, start, (*times)[2] = NULL;
+	uint64_t lat_sum = 0, o0, t0, t1, o1, start, (*times)[4] = NULL;
 	size_t ntimes = 0, cap = 0;
 	const char *times_path = NULL;
 	int wait = 0;
@@ -129,28 +146,41 @@ int main(int argc, char **argv)
 				      k % slow_every == slow_every - 1 ?
 					      (uint64_t)slow_us :
 					      (uint64_t)spin_us;
+			struct timespec pre, post;
 
+			/* The barriers keep each clock reading on its side of
+			 * the probe's asm (which has no memory clobber). */
+			o0 = gt_now();
+			BARRIER();
 			SP_QUERY_BEGIN(v[i]);
+			BARRIER();
 			t0 = gt_now();
 			gt_spin(us * 1000);
 			t1 = gt_now();
+			/* Realtime only for --times: other tests' hosts run
+			 * as they did. */
+			if (times_path)
+				clock_gettime(CLOCK_REALTIME, &pre);
+			BARRIER();
 			SP_QUERY_END(v[i]);
+			BARRIER();
+			o1 = gt_now();
+			if (times_path)
+				clock_gettime(CLOCK_REALTIME, &post);
 			SP_CACHE_HIT(v[i]);
 			if (i == 0)
 				lat_sum += t1 - t0;
 			if (i == 0 && times_path) {
-				struct timespec rt;
-
-				clock_gettime(CLOCK_REALTIME, &rt);
 				if (ntimes == cap) {
 					cap = cap ? 2 * cap : 4096;
 					times = realloc(times, cap * sizeof(*times));
 					if (!times)
 						return 1;
 				}
-				times[ntimes][0] = (uint64_t)rt.tv_sec * 1000000000ull +
-						   (uint64_t)rt.tv_nsec;
-				times[ntimes++][1] = t1 - t0;
+				times[ntimes][0] = t1 - t0;
+				times[ntimes][1] = o1 - o0;
+				times[ntimes][2] = ts_ns(&pre);
+				times[ntimes++][3] = ts_ns(&post);
 			}
 		}
 		if (pause_ms)
@@ -168,8 +198,11 @@ int main(int argc, char **argv)
 		if (!f)
 			return 1;
 		for (j = 0; j < ntimes; j++)
-			fprintf(f, "%llu %llu\n", (unsigned long long)times[j][0],
-				(unsigned long long)times[j][1]);
+			fprintf(f, "%llu %llu %llu %llu\n",
+				(unsigned long long)times[j][0],
+				(unsigned long long)times[j][1],
+				(unsigned long long)times[j][2],
+				(unsigned long long)times[j][3]);
 		if (fclose(f))
 			return 1;
 		free(times);
