@@ -317,4 +317,58 @@ check("Memory by type" in p.stdout and "Item" in p.stdout,
       "--mem table: both tables")
 p = run([SPTRACE, "--mem", "-f", "csv", "--", TYPED])
 check(p.returncode != 0 and "--mem" in p.stderr, "--mem -f csv refused")
+
+# --- 10. report --mem: the memory of the same program, or a word ----------
+# The memory JSON says whose memory it is; report refuses another
+# program's (one line) and warns when one side cannot say.
+memj, spt_same, spt_other, summ, old, db = (
+    tmpfile(".json"), tmpfile(".spt"), tmpfile(".spt"), tmpfile(".json"),
+    tmpfile(".json"), tmpfile(".db"))
+p = run([SPTRACE, "mem", "--interval", "2", "--no-stacks", "-f", "json",
+         "-o", memj, "--", LIBC, "loop", "3000"])
+eq(p.returncode, 0, "mem -f json: exit 0 (%s)" % p.stderr.strip()[-200:])
+with open(memj) as f:
+    mdoc = json.load(f)
+eq(mdoc.get("command"), "%s loop 3000" % LIBC,
+   "mem -f json: the traced command line")
+p, s = mem_json(["--mem", "--", TYPED], cmd=None)
+eq((s or {}).get("command"), TYPED, "--mem -f json: the traced command line")
+for path, cmd in ((spt_same, [LIBC, "loop", "3000"]), (spt_other, [TYPED])):
+    p = run([SPTRACE, "record", "-o", path, "--"] + cmd)
+    eq(p.returncode, 0, "record: exit 0 (%s)" % p.stderr.strip()[-200:])
+p = run([SPTRACE, "trace", "--db", db, "-o", tmpfile(".txt"), "--", TYPED])
+eq(p.returncode, 0, "trace --db: exit 0 (%s)" % p.stderr.strip()[-200:])
+p = run([SPTRACE, "-f", "json", "-o", summ, "--", LIBC, "loop", "3000"])
+eq(p.returncode, 0, "-f json: exit 0 (%s)" % p.stderr.strip()[-200:])
+with open(old, "w") as f:
+    json.dump({k: v for k, v in mdoc.items() if k != "command"}, f)
+
+
+def report_mem(run_args, mem):
+    out = tmpfile(".html")
+    p = run([SPTRACE, "report", "-o", out] + run_args + ["--mem", mem])
+    return p, os.path.exists(out)
+
+
+p, made = report_mem([spt_same], memj)
+check(p.returncode == 0 and made and p.stderr == "",
+      "report --mem, same program: silent (%r)" % p.stderr)
+for args, what in (([spt_other], "trace file"),
+                   (["--db", db, "latest"], "database run")):
+    p, made = report_mem(args, memj)
+    lines = p.stderr.splitlines()
+    check(p.returncode == 1 and not made and len(lines) == 1 and
+          lines[0].startswith("sptrace: report: ") and
+          "'%s'" % TYPED in lines[0] and "'%s loop 3000'" % LIBC in lines[0],
+          "report --mem of another program's %s: refused in one line (%r)"
+          % (what, p.stderr))
+for args, mem, what in (([summ], memj, "a JSON summary"),
+                        ([spt_other], old, "a memory file without command")):
+    p, made = report_mem(args, mem)
+    check(p.returncode == 0 and made and
+          "sptrace: warning: report: cannot tell" in p.stderr,
+          "report --mem with %s: drawn, with a warning (%r)" % (what, p.stderr))
+for path in (memj, spt_same, spt_other, summ, old, db):
+    if os.path.exists(path):
+        os.unlink(path)
 finish()

@@ -211,6 +211,9 @@ int cmd_mem(int argc, char **argv)
 	if (!err)
 		err = session__start(&ss);
 	started = (int64_t)time(NULL);
+	/* Kept in the JSON, so `report --mem` knows whose memory it is. */
+	if (!err)
+		err = session__describe(&ss, &r.tl.command);
 	if (!err)
 		err = mem_provider__run(&mp, &ss, &r, env.interval_ms);
 	if (!err)

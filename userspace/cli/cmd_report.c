@@ -20,6 +20,7 @@
 #include "mem_report.h"
 #include "output.h"
 #include "run_load.h"
+#include "run_store.h"
 #include "summary.h"
 
 static const char usage[] =
@@ -151,6 +152,39 @@ static int load_mem(struct side *sd, const char *path)
 	return 0;
 }
 
+/* Memory data of another program would be drawn under this run's name
+ * without a word: refuse when both commands are known and differ, warn
+ * when one is not (JSON summaries, memory files from before the command
+ * was kept). path: the run file (NULL for a database run, whose command
+ * is in sd->meta). 0 or -errno (reported). */
+static int check_same_program(struct side *sd, const char *path,
+			      const char *mem)
+{
+	const char *mine = sd->mr.tl.command, *theirs = sd->meta.command;
+	struct history_run fr = { 0 };
+	int err = 0;
+
+	if (path) {
+		err = run_store__describe(path, &fr);
+		if (err) {
+			sp_err("report: %s", strerror(-err));
+			return err;
+		}
+		theirs = fr.command;
+	}
+	if (!mine || !theirs || !theirs[0])
+		sp_warn("report: cannot tell whether %s and %s traced the same program (%s has no command line)",
+			path ? path : sd->name, mem,
+			!mine ? mem : path ? path : sd->name);
+	else if (strcmp(mine, theirs)) {
+		sp_err("report: %s traced '%s', but %s traced '%s' (give the memory file of the same run)",
+		       mem, mine, path ? path : sd->name, theirs);
+		err = -EINVAL;
+	}
+	history_run__free(&fr);
+	return err;
+}
+
 struct report_job {
 	const char *title;
 	const struct html_run *run, *base;
@@ -237,6 +271,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!err && mem)
 		err = load_mem(&run, mem);
+	if (!err && mem && (db || optind < argc))
+		err = check_same_program(&run, db ? NULL : argv[optind], mem);
 	if (!err && !title) {
 		if (asprintf(&deftitle, "sptrace report: %s", run.run.name) < 0) {
 			deftitle = NULL;

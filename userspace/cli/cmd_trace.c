@@ -268,6 +268,8 @@ int cmd_trace(int argc, char **argv)
 	if (!err)
 		err = session__start(&ss);
 	started = (int64_t)time(NULL);
+	if (!err && env.mem)	/* whose memory it is, in the JSON */
+		err = session__describe(&ss, &mr.tl.command);
 	if (!err && env.interval)
 		err = interval__run(&ss, &qp, &(struct interval_opts){
 			.seconds = env.interval, .cumulative = env.cumulative,

@@ -30,6 +30,7 @@
 #include "parse.h"
 #include "clock.h"
 #include "elf_notes.h"
+#include "history_db.h"
 #include "launch.h"
 #include "log.h"
 #include "privileges.h"
@@ -1122,6 +1123,24 @@ void session__destroy(struct session *ss)
 	ss->sfd = -1;
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		ss->pidfds[i] = -1;
+}
+
+int session__describe(const struct session *ss, char **command)
+{
+	const struct session_opts *o = ss->o;
+	int pid = ss->launched ? (int)ss->launch.pid : 0;
+	struct history_run r = { 0 };
+	int err;
+
+	err = history_run__describe(&r, o->cmd, ss->launched ? &pid : o->pids,
+				    ss->launched ? 1 : o->npids,
+				    o->binaries, o->nbinaries);
+	if (!err) {
+		*command = r.command;
+		r.command = NULL;
+	}
+	history_run__free(&r);
+	return err;
 }
 
 int session__store(const struct session *ss, struct history_db *h,

@@ -142,6 +142,10 @@ const char *session__command(struct session *ss);
 struct history_db;
 struct mem_report;
 struct summary;
+/* The command line of the session's run, as the history database stores
+ * it (history_run__describe), into *command (owned by the caller).
+ * 0 or -ENOMEM (reported). */
+int session__describe(const struct session *ss, char **command);
 /* Stores the finished run of ss in h (run_store.h): what it traced (the
  * command launched, or its pids and binaries), label, source ("live",
  * "record", "mem"), its start time, the summary and mr when non-NULL.

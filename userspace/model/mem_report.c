@@ -62,6 +62,7 @@ void mem_report__free(struct mem_report *r)
 	free(r->threads);
 	free(r->sites);
 	free(r->tl.v);
+	free(r->tl.command);
 	mem_report__init(r);
 }
 

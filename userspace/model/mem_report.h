@@ -51,6 +51,10 @@ struct mem_timeline {
 	uint64_t interval_ns;	/* between samples taken */
 	unsigned int step;	/* samples per point (doubles when full) */
 	unsigned int pending;	/* samples merged into the open point */
+	/* The traced command line (history_run__describe), kept with the
+	 * data so `report --mem` can refuse another program's; owned,
+	 * NULL: unknown (files from before it was written). */
+	char *command;
 };
 
 struct mem_report {

@@ -329,6 +329,10 @@ static void json_members(struct json_writer *w, const struct mem_report *r)
 {
 	unsigned int i, j;
 
+	if (r->tl.command) {
+		jsonw__string_field(w, "command", r->tl.command);
+		jsonw__break(w);
+	}
 	jsonw__u64_field(w, "sampled", r->sampled);
 	jsonw__break(w);
 	jsonw__name(w, "types");

@@ -1081,11 +1081,28 @@ static int jp_points(struct jp *jp, struct mem_timeline *tl)
 	return err;
 }
 
+/* "command": the traced command line, a string (absent from files written
+ * before it was kept: then NULL, unknown). */
+static int jp_command(struct jp *jp, char **command)
+{
+	int err;
+
+	if (jp_peek(jp) != '"')
+		return jp_schema(jp, "\"command\": expected a string");
+	err = jp_string(jp);
+	if (!err && jp->str_nul)
+		err = jp_schema(jp, "\"command\": holds \\u0000");
+	if (err)
+		return err;
+	*command = strndup(jp->str, jp->slen);
+	return *command ? 0 : jp_nomem(jp);
+}
+
 static int jp_timeline_doc(struct jp *jp, struct mem_timeline *tl)
 {
-	enum { T_POINTS, T_STEP, T_VERSION, T__N };
+	enum { T_POINTS, T_STEP, T_VERSION, T_COMMAND, T__N };
 	static const char *const keys[T__N] = {
-		"timeline", "timeline_step_ns", "version",
+		"timeline", "timeline_step_ns", "version", "command",
 	};
 	uint32_t seen = 0;
 	bool first = true;
@@ -1108,6 +1125,8 @@ static int jp_timeline_doc(struct jp *jp, struct mem_timeline *tl)
 			err = jp_points(jp, tl);
 		else if (k == T_VERSION)
 			err = jp_version(jp);
+		else if (k == T_COMMAND)
+			err = jp_command(jp, &tl->command);
 		else
 			err = jp_u64(jp, keys[k], &tl->interval_ns);
 	}
@@ -1143,9 +1162,11 @@ int json_summary__parse_timeline(const char *buf, size_t len,
 	free(jp.bins);
 	if (ret) {
 		free(tmp.v);
+		free(tmp.command);
 		return ret;
 	}
 	free(tl->v);
+	free(tl->command);
 	*tl = tmp;
 	return 0;
 }

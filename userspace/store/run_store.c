@@ -33,7 +33,7 @@ int run_store(struct history_db *h, const char *label, const char *source,
 /* What the file says of its run: a trace file's header has the start
  * time, command, pids and version; a JSON summary has none of them, so its
  * run is dated by the file's modification time. */
-static int describe(const char *path, struct history_run *r)
+int run_store__describe(const char *path, struct history_run *r)
 {
 	const struct trace_header *th;
 	struct trace_reader *tr;
@@ -74,7 +74,7 @@ int run_store__import(const char *db, const char *label, const char *path,
 	if (!err && asprintf(&source, "import:%s", path) < 0)
 		err = -ENOMEM;
 	if (!err) {
-		err = describe(path, &meta);
+		err = run_store__describe(path, &meta);
 		if (!err)
 			err = history_run__fill(&meta, label, source);
 		free(source);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct history_db;
+struct history_run;
 struct mem_report;
 struct summary;
 
@@ -33,5 +34,11 @@ int run_store(struct history_db *h, const char *label, const char *source,
  * file says of itself; its id in *id. 0 or -errno (reported). */
 int run_store__import(const char *db, const char *label, const char *path,
 		      int64_t *id);
+
+/* What the run file at path says of its run, into r: a trace file's start
+ * time, command (history_run__describe), pids and version; a JSON summary
+ * has none of them (r->command stays NULL), only its modification time.
+ * 0 or -ENOMEM. */
+int run_store__describe(const char *path, struct history_run *r);
 
 #endif /* SPTRACE_RUN_STORE_H */
