@@ -251,9 +251,12 @@ return {
   xl: h.querySelectorAll('text.xl').length,
   yl: Array.prototype.map.call(h.querySelectorAll('text.yl'),
     function (t) { return t.textContent; }),
-  minw: Math.min.apply(null, Array.prototype.map.call(
-    h.querySelectorAll('rect.bar'), function (r) {
-      return r.getBoundingClientRect().width; }))};
+  // Each bar's filled area as drawn on screen, in CSS pixels: its
+  // geometry (no stroke, no title) through the SVG's scale.
+  bars: Array.prototype.map.call(h.querySelectorAll('rect.bar'),
+    function (r) {
+      var b = r.getBBox(), m = r.getScreenCTM();
+      return [b.width * Math.abs(m.a), b.height * Math.abs(m.d)]; })};
 """
 
 
@@ -276,8 +279,14 @@ def check_panel(b, label, name, new, base):
     check(h["xl"] >= 2 and h["yl"][:2] == ["1", "10"],
           "%s: %r: labelled log axes (%d latency ticks, counts %s)" %
           (label, name, h["xl"], h["yl"]))
-    check(h["minw"] >= 1.4, "%s: %r: bars at least 1.5 px wide (%.2f)" %
-          (label, name, h["minw"]))
+    # Hairline bars (the issue) fail here: every bar drawn at least
+    # 1.5 px wide and 1.5 px tall on screen, and there are bars to measure.
+    minw = min([w for w, _ in h["bars"]] or [0])
+    minh = min([t for _, t in h["bars"]] or [0])
+    check(minw >= 1.49 and minh >= 1.49,
+          "%s: %r: %d bars, each at least 1.5 px wide and tall on screen "
+          "(narrowest %.2f px, lowest %.2f px)" %
+          (label, name, len(h["bars"]), minw, minh))
     p = b.js(READ_PANEL)
     eq((p["hidden"], p["name"]), (False, name),
        "%s: click %r: its panel opens" % (label, name))
