@@ -368,6 +368,14 @@ for args, mem, what in (([summ], memj, "a JSON summary"),
     check(p.returncode == 0 and made and
           "sptrace: warning: report: cannot tell" in p.stderr,
           "report --mem with %s: drawn, with a warning (%r)" % (what, p.stderr))
+# --- 11. the mem table fits 120 columns, as the main table does ----------
+# mem_typed's sites are three frames of ~30 cells each: 131 wide uncut.
+p = run([SPTRACE, "mem", "--", TYPED])
+widest = max((len(l) for l in p.stdout.splitlines()), default=0)
+check(p.returncode == 0 and widest <= 120 and
+      "Allocation sites" in p.stdout and "..." in p.stdout,
+      "mem table: at most 120 characters wide, long stacks cut with ... "
+      "(widest line %d)" % widest)
 for path in (memj, spt_same, spt_other, summ, old, db):
     if os.path.exists(path):
         os.unlink(path)

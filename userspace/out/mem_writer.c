@@ -9,6 +9,7 @@
 #include <string.h>
 #include "json_writer.h"
 #include "mem_writer.h"
+#include "table.h"
 #include "text.h"
 #include "text_table.h"
 
@@ -171,15 +172,60 @@ static char *site_label(const struct mem_site_row *s)
 	return buf;
 }
 
+/* The table fits 120 characters, as the summary table does
+ * (docs/formats.md): the stack column gets what the other columns, as wide
+ * as their widest title or cell, leave (at most 100 cells, at least 24),
+ * and longer stacks are cut with "...". 0 or -ENOMEM. */
+static int fit_sites(const struct mem_report *r, unsigned int max,
+		     struct text_col *cols)
+{
+	unsigned int i, k, w, used, width[ARRAY_SIZE(site_cols)] = { 0 };
+	char *disp;
+
+	memcpy(cols, site_cols, sizeof(site_cols));
+	for (k = 1; k < ARRAY_SIZE(site_cols); k++)
+		width[k] = (unsigned int)strlen(site_cols[k].title);
+	for (i = 0; i < r->nsites && i < max; i++) {
+		const struct mem_site_row *s = &r->sites[i];
+		const uint64_t v[4] = { s->allocs, s->alloc_bytes, s->live,
+					s->live_bytes };
+		char c[24];
+
+		disp = text_table__display(s->type ? s->type : "[heap]",
+					   site_cols[1].max_width, &w);
+		if (!disp)
+			return -ENOMEM;
+		free(disp);
+		if (w > width[1])
+			width[1] = w;
+		for (k = 0; k < 4; k++) {
+			w = (unsigned int)strlen(u64s(c, v[k]));
+			if (w > width[k + 2])
+				width[k + 2] = w;
+		}
+	}
+	/* "| " before each cell, " " after it, "|" at the end. */
+	used = 1 + 3 * ARRAY_SIZE(site_cols);
+	for (k = 1; k < ARRAY_SIZE(site_cols); k++)
+		used += width[k];
+	w = TABLE_DEFAULT_WIDTH > used + 24 ? TABLE_DEFAULT_WIDTH - used : 24;
+	if (w < cols[0].max_width)
+		cols[0].max_width = w;
+	return 0;
+}
+
 static int print_sites(FILE *out, const struct mem_report *r)
 {
 	unsigned int i, max = r->max_sites ? r->max_sites : DEFAULT_MAX_SITES;
+	struct text_col cols[ARRAY_SIZE(site_cols)];
 	struct text_table t;
 	int err;
 
 	if (!r->nsites)
 		return 0;
-	err = text_table__init(&t, site_cols, ARRAY_SIZE(site_cols));
+	err = fit_sites(r, max, cols);
+	if (!err)
+		err = text_table__init(&t, cols, ARRAY_SIZE(site_cols));
 	for (i = 0; !err && i < r->nsites && i < max; i++) {
 		const struct mem_site_row *s = &r->sites[i];
 		char c[4][24], *label = site_label(s);
