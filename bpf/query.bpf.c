@@ -805,7 +805,9 @@ int sp_spec_begin(struct pt_regs *ctx)
 	name = spec_admit(line, l, spec_name(ctx, line, l, buf), buf);
 	id = bpf_get_current_pid_tgid();
 	now = bpf_ktime_get_ns();
-	emit(spec_event(kind, true), id, now, name, 0, 0);
+	/* arg1: the track + 1, arg2: the line + 1, so a replay closes the
+	 * same frame of the same stack as this program does. */
+	emit(spec_event(kind, true), id, now, name, l->track + 1, line + 1);
 	st = spec_stack((__u32)id, l->track, true);
 	if (!st)
 		return 0;
@@ -855,16 +857,23 @@ int sp_spec_end(struct pt_regs *ctx)
 		spec_error(line, SP_SPEC_ERR_END_MISMATCH);
 		count_error(SP_ERR_END_MISMATCH, c.discarded);
 	}
-	emit(spec_event(c.kind, false), id, now, c.name, 0, 0);
+	emit(spec_event(c.kind, false), id, now, c.name, l->track + 1,
+	     line + 1);
 	row = add_closed(id >> 32, &c);
+	/* Each count below is also a CACHE_HIT event, for the replay. */
 	if (row && l->hit_op &&
-	    spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val))
+	    spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val)) {
 		row->cache_hits++;
+		emit(SP_EV_CACHE_HIT, id, now, c.name, 0, 0);
+	}
 	if ((l->flags & SP_SPEC_F_OUTCOMES) && end &&
 	    end < SP_SPEC_OUTCOME_OTHER) {
 		row = query_row(id >> 32, SP_SPEC_NAME(line, end, 0));
-		if (row)
+		if (row) {
 			row->cache_hits++;
+			emit(SP_EV_CACHE_HIT, id, now,
+			     SP_SPEC_NAME(line, end, 0), 0, 0);
+		}
 	}
 	return 0;
 }

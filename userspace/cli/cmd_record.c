@@ -21,6 +21,7 @@
 #include "output.h"
 #include "parse.h"
 #include "query_provider.h"
+#include "query_spec.h"
 #include "recorder.h"
 #include "session.h"
 #include "summary.h"
@@ -225,6 +226,29 @@ static int store_recorded(struct history_db *db, const struct record_env *env,
 	return err;
 }
 
+/*
+ * A kind=cache line with hit= counts every event in `count` and only the
+ * true ones as hits; the trace file has an event for a hit only, so its
+ * replay would show count 0. Refused before tracing rather than summarized
+ * wrong. 0 or -EINVAL (reported).
+ */
+static int check_recordable(const struct session_opts *so)
+{
+	char where[512];
+	int i;
+
+	for (i = 0; i < so->nqspecs; i++) {
+		const struct query_spec *q = &so->qspecs[i];
+
+		if (!q->cache || q->hit.op == SP_OP_NONE)
+			continue;
+		sp_err("record: %s: kind=cache with hit= counts events that are not hits, which a trace file does not carry (use sptrace trace for this line, or drop hit= to record the hits)",
+		       query_spec__where(q, where, sizeof(where)));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_env env = { 0 };
@@ -248,11 +272,12 @@ int cmd_record(int argc, char **argv)
 			{ env.summary, "--summary", env.force, false },
 			{ env.dbo.db, "--db", false, true },
 		};
-		int e1, e2;
+		int e1, e2, e3;
 
 		e1 = output__check(o, 3, NULL, 0);
 		e2 = session_opts__precheck(&env.so);
-		if (e1 || e2 || cli__db_open(env.dbo.db, &db, &db_created)) {
+		e3 = check_recordable(&env.so);
+		if (e1 || e2 || e3 || cli__db_open(env.dbo.db, &db, &db_created)) {
 			cli__db_close(db, env.dbo.db, db_created, true);
 			session_opts__free(&env.so);
 			return 1;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Replay of recorded events. Each thread gets the same struct
- * sp_thread_stack the BPF program keeps in its `threads` map, and BEGIN/END
- * go through the same sp_stack_push()/sp_stack_pop(), so the intervals and
- * the error counts match live aggregation exactly.
+ * sp_thread_stack the BPF program keeps in its `threads` map (and one per
+ * --query track, as its `spec_stacks` map), and BEGIN/END go through the
+ * same sp_stack_push()/sp_stack_pop()/sp_stack_pop_tag(), so the intervals
+ * and the error counts match live aggregation exactly.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,10 +12,13 @@
 #include <sptrace/qstack.h>
 #include "replay.h"
 
+/* Track 0: the `threads` map's stack; 1 + t: --query track t. */
+#define REPLAY_TRACKS (1 + SP_SPEC_MAX_LINES)
+
 struct replay_thread {
 	uint32_t pid, tid;
 	bool used;
-	struct sp_thread_stack *st;
+	struct sp_thread_stack *st[REPLAY_TRACKS];	/* made on first use */
 };
 
 void replay__init(struct replay *r, replay_fn fn, void *ctx)
@@ -50,26 +54,24 @@ static int grow(struct replay *r)
 	free(r->threads);
 	r->threads = v;
 	r->cap = cap;
+	r->last = NULL;		/* it pointed into the old table */
 	return 0;
 }
 
-static struct sp_thread_stack *thread_stack(struct replay *r, uint32_t pid,
-					    uint32_t tid, bool create)
+static struct replay_thread *find_thread(struct replay *r, uint32_t pid,
+					 uint32_t tid, bool create)
 {
 	struct replay_thread *t;
 	uint32_t j;
 
-	if (r->last && r->last_pid == pid && r->last_tid == tid)
+	if (r->last && r->last->pid == pid && r->last->tid == tid)
 		return r->last;
 	if (r->cap) {
 		for (j = thread_hash(pid, tid) & (r->cap - 1);
 		     r->threads[j].used; j = (j + 1) & (r->cap - 1)) {
 			t = &r->threads[j];
-			if (t->pid == pid && t->tid == tid) {
-				r->last_pid = pid;
-				r->last_tid = tid;
-				return r->last = t->st;
-			}
+			if (t->pid == pid && t->tid == tid)
+				return r->last = t;
 		}
 	}
 	if (!create)
@@ -80,17 +82,28 @@ static struct sp_thread_stack *thread_stack(struct replay *r, uint32_t pid,
 	     j = (j + 1) & (r->cap - 1))
 		;
 	t = &r->threads[j];
-	t->st = calloc(1, sizeof(*t->st));
-	if (!t->st)
-		return NULL;
 	t->used = true;
 	t->pid = pid;
 	t->tid = tid;
-	t->st->tgid = pid;
 	r->nthreads++;
-	r->last_pid = pid;
-	r->last_tid = tid;
-	return r->last = t->st;
+	return r->last = t;
+}
+
+/* The thread's stack of this track (the event's arg1, already checked). */
+static struct sp_thread_stack *thread_stack(struct replay *r, uint32_t pid,
+					    uint32_t tid, uint32_t track,
+					    bool create)
+{
+	struct replay_thread *t = find_thread(r, pid, tid, create);
+
+	if (!t)
+		return NULL;
+	if (!t->st[track] && create) {
+		t->st[track] = calloc(1, sizeof(*t->st[track]));
+		if (t->st[track])
+			t->st[track]->tgid = pid;
+	}
+	return t->st[track];
 }
 
 static int frame_kind(uint16_t ev, bool *begin)
@@ -120,9 +133,10 @@ static void fill_stack(struct replay_interval *iv, const struct sp_thread_stack 
 
 int replay__event(struct replay *r, const struct trace_event *ev)
 {
-	uint32_t stack_buf[SP_MAX_DEPTH];
+	uint32_t stack_buf[SP_MAX_DEPTH], track = 0, tag = 0, i;
 	struct replay_interval iv;
 	struct sp_thread_stack *st;
+	struct replay_thread *t;
 	struct sp_closed c;
 	bool begin;
 	int kind, res;
@@ -134,15 +148,18 @@ int replay__event(struct replay *r, const struct trace_event *ev)
 	if (ev->kind == SP_EV_CACHE_HIT) {
 		iv.cache_hit = true;
 		iv.start_ns = iv.end_ns = ev->ts_ns;
-		st = thread_stack(r, ev->pid, ev->tid, false);
+		st = thread_stack(r, ev->pid, ev->tid, 0, false);
 		if (st)
 			fill_stack(&iv, st, stack_buf);
 		return r->fn(r->ctx, &iv);
 	}
 	if (ev->kind == SP_EV_THREAD_EXIT) {
 		/* As live: count what it left open; a reused tid starts clean. */
-		st = thread_stack(r, ev->pid, ev->tid, false);
-		if (st) {
+		t = find_thread(r, ev->pid, ev->tid, false);
+		for (i = 0; t && i < REPLAY_TRACKS; i++) {
+			st = t->st[i];
+			if (!st)
+				continue;
 			r->errors[SP_ERR_THREAD_EXIT_OPEN] += st->depth + st->overflow;
 			st->depth = st->overflow = 0;
 		}
@@ -151,20 +168,30 @@ int replay__event(struct replay *r, const struct trace_event *ev)
 	kind = frame_kind(ev->kind, &begin);
 	if (kind < 0)
 		return 0;	/* marks, allocations: not intervals */
-	st = thread_stack(r, ev->pid, ev->tid, begin);
+	/* --query events: arg1 = track + 1, arg2 = spec line + 1 (the tag
+	 * BPF gives the frame). Files from before carry 0: one stack. */
+	if (ev->arg1 && ev->arg1 < REPLAY_TRACKS &&
+	    ev->arg2 && ev->arg2 <= SP_SPEC_MAX_LINES) {
+		track = (uint32_t)ev->arg1;
+		tag = (uint32_t)ev->arg2;
+	}
+	st = thread_stack(r, ev->pid, ev->tid, track, begin);
 	if (begin) {
 		if (!st)
 			return -ENOMEM;
 		/* Frames hold the string id where BPF holds the pointer. */
 		if (sp_stack_push(st, ev->name_id, (uint32_t)kind, ev->ts_ns))
 			r->errors[SP_ERR_STACK_OVERFLOW]++;
+		else if (tag)
+			st->frames[st->depth - 1].tag = tag;
 		return 0;
 	}
 	if (!st) {
 		r->errors[SP_ERR_END_WITHOUT_BEGIN]++;
 		return 0;
 	}
-	res = sp_stack_pop(st, ev->name_id, (uint32_t)kind, ev->ts_ns, &c);
+	res = tag ? sp_stack_pop_tag(st, tag, ev->ts_ns, &c)
+		  : sp_stack_pop(st, ev->name_id, (uint32_t)kind, ev->ts_ns, &c);
 	if (res == SP_POP_OVERFLOWED)
 		return 0;
 	if (res == SP_POP_UNMATCHED) {
@@ -185,18 +212,24 @@ void replay__finish(struct replay *r)
 {
 	uint32_t i;
 
+	uint32_t j;
+
 	for (i = 0; i < r->cap; i++)
-		if (r->threads[i].used)
-			r->open_at_end += r->threads[i].st->depth +
-					  r->threads[i].st->overflow;
+		for (j = 0; r->threads[i].used && j < REPLAY_TRACKS; j++)
+			if (r->threads[i].st[j])
+				r->open_at_end += r->threads[i].st[j]->depth +
+						  r->threads[i].st[j]->overflow;
 }
 
 void replay__free(struct replay *r)
 {
 	uint32_t i;
 
+	uint32_t j;
+
 	for (i = 0; i < r->cap; i++)
-		free(r->threads[i].st);
+		for (j = 0; j < REPLAY_TRACKS; j++)
+			free(r->threads[i].st[j]);
 	free(r->threads);
 	memset(r, 0, sizeof(*r));
 }

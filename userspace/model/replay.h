@@ -3,6 +3,9 @@
  * Replaying recorded events through the per-thread stack arithmetic the BPF
  * side uses live (include/sptrace/qstack.h), so a recorded run yields the
  * same intervals, to the nanosecond, as live aggregation would have.
+ * A thread has one stack per track, as in BPF: track 0 for sp probes and
+ * --func, track t + 1 for --query track t (an event's arg1, see
+ * docs/trace-file.md).
  */
 #ifndef SPTRACE_REPLAY_H
 #define SPTRACE_REPLAY_H
@@ -36,8 +39,7 @@ struct replay {
 	struct replay_thread *threads;	/* hash by (pid, tid) */
 	uint32_t nthreads, cap;
 	/* The last thread looked up: events come in runs of one thread. */
-	uint32_t last_pid, last_tid;
-	struct sp_thread_stack *last;
+	struct replay_thread *last;
 	uint64_t errors[SP_ERR__MAX];	/* same slots as the BPF side */
 	uint64_t open_at_end;		/* frames still open when replay ended */
 };
