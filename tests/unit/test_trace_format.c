@@ -11,8 +11,9 @@
  * walk_chunks) follow docs/trace-file.md, not the code under test, so they
  * check the specification too.
  *
- *   test_trace_format [GOLDEN]           GOLDEN: tests/golden/v1_0.spt
- *   test_trace_format --write-golden OUT  (how v1_0.spt was made)
+ *   test_trace_format [GOLDEN [GOLDEN11]]  tests/golden/v1_0.spt, v1_1.spt
+ *   test_trace_format --write-golden OUT      (how v1_0.spt was made)
+ *   test_trace_format --write-golden-1.1 OUT  (how v1_1.spt was made)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -727,7 +728,98 @@ static void check_golden(const char *path, unsigned int minor)
 	rb_free(&rb);
 }
 
+/* The 1.1 golden file (tests/golden/README.md): what 1.1 added to the
+ * stream, each in one event. A process title (SP_EV_PROCESS_TITLE, its
+ * title a string), and --query spec intervals that carry their track and
+ * spec line in arg1/arg2 (+1 each; 0 in older files), on two tracks that
+ * overlap: track 1's interval ends inside track 2's. */
+enum { G11_TITLE, G11_TXN, G11_STMT, G11_NSTR };
+static const char *const golden11_str[G11_NSTR] = {
+	"postgres: bench bench [local] idle", "txn", "SELECT $1",
+};
+static const struct trace_event golden11_ev[] = {
+	{ G_T + 100, 0, 0, 4300, 4300, G11_TITLE, SP_EV_PROCESS_TITLE },
+	{ G_T + 1000, 1, 3, 4300, 4300, G11_TXN, SP_EV_QUERY_BEGIN },
+	{ G_T + 1500, 2, 1, 4300, 4300, G11_STMT, SP_EV_QUERY_BEGIN },
+	{ G_T + 4000, 1, 3, 4300, 4300, G11_TXN, SP_EV_QUERY_END },
+	{ G_T + 4500, 2, 1, 4300, 4300, G11_STMT, SP_EV_QUERY_END },
+	{ G_T + 4600, 0, 0, 4300, 4300, G11_TXN, SP_EV_CACHE_HIT },
+};
+#define G11_NEV (sizeof(golden11_ev) / sizeof(golden11_ev[0]))
+static const char golden11_cmdline[] = "-b /usr/lib/postgresql/15/bin/postgres";
+
+static int write_golden11(const char *path)
+{
+	struct trace_header h;
+	struct trace_writer *w;
+	uint32_t id, s;
+	size_t i;
+	int err;
+
+	memset(&h, 0, sizeof(h));
+	h.start_realtime_ns = 1764590400000000000ull;
+	h.start_mono_ns = G_T;
+	h.npids = 1;
+	h.pids[0] = 4300;
+	h.cmdline = (char *)golden11_cmdline;
+	h.version = "0.1.0";
+	err = trace_writer__open(path, false, &h, &w);
+	if (err)
+		return err;
+	for (s = 0; s < G11_NSTR && !err; s++) {
+		err = trace_writer__string(w, golden11_str[s], &id);
+		if (!err && id != s)
+			err = -EINVAL;
+	}
+	for (i = 0; i < G11_NEV && !err; i++)
+		err = trace_writer__event(w, &golden11_ev[i]);
+	if (err) {
+		trace_writer__close(w, 0);
+		return err;
+	}
+	return trace_writer__close(w, 0);
+}
+
+static void check_golden11(const char *path)
+{
+	const struct trace_header *h;
+	struct readback rb;
+	size_t i;
+
+	if (read_all(path, &rb)) {
+		printf("FAIL %s: %s\n", path, rb.msg);
+		check_failed++;
+		return;
+	}
+	h = trace_reader__header(rb.r);
+	CHECK_U64(h->major, 1);
+	CHECK_U64(h->minor, 1);
+	CHECK_U64(h->start_realtime_ns, 1764590400000000000ull);
+	CHECK_U64(h->start_mono_ns, G_T);
+	CHECK_U64(h->npids, 1);
+	CHECK_U64(h->pids[0], 4300);
+	CHECK_STR(h->cmdline, golden11_cmdline);
+	CHECK_STR(h->version, "0.1.0");
+	for (i = 0; i < G11_NSTR; i++)
+		CHECK_STR(trace_reader__string(rb.r, (uint32_t)i),
+			  golden11_str[i]);
+	CHECK(!trace_reader__string(rb.r, G11_NSTR));
+	CHECK_EVENTS(rb.ev, rb.n, golden11_ev, G11_NEV);
+	CHECK_U64(rb.next_err, 0);
+	CHECK_U64(rb.st.events, G11_NEV);
+	CHECK_U64(rb.st.chunks, 2);	/* S E */
+	CHECK_U64(rb.st.bad_chunks, 0);
+	CHECK(rb.st.footer);
+	CHECK(!rb.st.truncated);
+	CHECK_U64(rb.st.footer_events, G11_NEV);
+	CHECK_U64(rb.st.footer_lost, 0);
+	CHECK_U64(rb.st.footer_chunks, 2);
+	CHECK_U64(rb.nwarn, 0);
+	rb_free(&rb);
+}
+
 static const char *golden_path = "tests/golden/v1_0.spt";
+static const char *golden11_path = "tests/golden/v1_1.spt";
 
 static void test_golden(void)
 {
@@ -738,6 +830,10 @@ static void test_golden(void)
 	/* Today's writer, same content: the checks above can pass. */
 	CHECK_U64(write_golden(fresh), 0);
 	check_golden(fresh, 1);
+	/* Every later version's file, and today's writer of its content. */
+	check_golden11(golden11_path);
+	CHECK_U64(write_golden11(tpath("golden11_fresh.spt")), 0);
+	check_golden11(tpath("golden11_fresh.spt"));
 }
 
 /* ---------------------------------------------------- size on disk */
@@ -1982,8 +2078,10 @@ static int rm_entry(const char *path, const struct stat *st, int flag,
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "--write-golden")) {
-		int err = write_golden(argv[2]);
+	if (argc == 3 && (!strcmp(argv[1], "--write-golden") ||
+			  !strcmp(argv[1], "--write-golden-1.1"))) {
+		int err = argv[1][14] ? write_golden11(argv[2]) :
+					write_golden(argv[2]);
 
 		if (err)
 			fprintf(stderr, "%s: %s\n", argv[2], strerror(-err));
@@ -1991,6 +2089,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1)
 		golden_path = argv[1];
+	if (argc > 2)
+		golden11_path = argv[2];
 	/* FAIL lines must reach a pipe even if a sanitizer ends the run. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!mkdtemp(tmpdir)) {
