@@ -111,7 +111,13 @@ static int name_id(struct recorder *rec, uint32_t pid, uint64_t addr,
 		snprintf(buf, sizeof(buf), "<unknown name 0x%llx>",
 			 (unsigned long long)addr);
 	else if (err && addr_spaces__read_str(&rec->ss.spaces, (pid_t)pid,
-					      addr, buf, sizeof(buf)))
+					      addr, buf, sizeof(buf)) &&
+		 /* A child whose fork event came after the session last
+		  * read them, gone before this drain: its parent's files
+		  * have the name once the fork is taken in. */
+		 (session__follow_catch_up(&rec->ss) ||
+		  addr_spaces__read_str(&rec->ss.spaces, (pid_t)pid, addr, buf,
+					sizeof(buf))))
 		snprintf(buf, sizeof(buf), "<unreadable name 0x%llx in pid %u>",
 			 (unsigned long long)addr, pid);
 	if (!kept(rec, buf)) {

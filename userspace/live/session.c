@@ -1061,6 +1061,11 @@ uint64_t session__duration(const struct session *ss)
 	return ss->stop_ns > ss->start_ns ? ss->stop_ns - ss->start_ns : 0;
 }
 
+int session__follow_catch_up(struct session *ss)
+{
+	return ss->o->follow ? follow__consume(&ss->fol) : 0;
+}
+
 int session__exit_status(const struct session *ss, int err)
 {
 	if (err)

@@ -165,6 +165,10 @@ int session__start(struct session *ss);
  * (-1: none) is readable and at least every 50 ms. Then disarms and
  * detaches. 0 or -errno. */
 int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx);
+/* With --follow: takes in the fork and exec events queued so far, so a
+ * child's address space is known before its own events are read (a fork
+ * can be queued after the loop last looked). 0 or -errno. */
+int session__follow_catch_up(struct session *ss);
 /* After session__run: the wall time counted, in ns. */
 uint64_t session__duration(const struct session *ss);
 /* Exit status for the command line: the command's in launch mode. */
