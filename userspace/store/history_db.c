@@ -348,8 +348,16 @@ int history_db__open(const char *path, bool create, struct history_db **out)
 	sqlite3_busy_timeout(h->db, HISTORY_BUSY_MS);
 	/* Checked before anything is written: a file this build must not
 	 * use (a newer schema, someone else's database) stays as it was,
-	 * journal mode included. */
-	err = check_version(h, create, &v);
+	 * journal mode included. In one read transaction: the version and
+	 * the tables must come from one snapshot, or a file that another
+	 * sptrace is creating right now reads as version 0 with tables,
+	 * i.e. as someone else's database. */
+	err = exec(h, "BEGIN", "cannot read the database");
+	if (!err) {
+		err = check_version(h, create, &v);
+		sqlite3_exec(h->db, err ? "ROLLBACK" : "COMMIT", NULL, NULL,
+			     NULL);
+	}
 	/* WAL: readers never block the writer, and a killed writer's
 	 * transaction is simply not in the log. */
 	if (!err)
