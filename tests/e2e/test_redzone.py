@@ -26,8 +26,10 @@ def wrong_count(stdout):
 def red_zone_live(func):
     """The red-zone slots `func` keeps live across a probe: offsets
     -0x1..-0x80 from %rsp stored before a probe's semaphore test and
-    loaded after it, in a leaf function (no call, %rsp never lowered by
-    sub). The probe site's own `lea -0x80(%rsp),%rsp`, the nop and the
+    loaded after it, in a leaf function (no call), with %rsp unchanged
+    between the store and the load (a prologue's push or sub moves what
+    an offset means, so a pair across one is not counted). The probe
+    site's own `lea -0x80(%rsp),%rsp`, the nop and the
     `lea 0x80(%rsp),%rsp` after it are not data and are skipped. Returns
     a list of (offset, store address, load address); empty when the
     function keeps nothing there (or is not a leaf)."""
@@ -45,13 +47,14 @@ def red_zone_live(func):
     for i, (_, op, args) in enumerate(insns):
         if op == "lea" and args.startswith("-0x80(%rsp),%rsp"):
             site.update(range(i, min(i + 3, len(insns))))
-    if any(op.startswith("call") or (op == "sub" and args.endswith(",%rsp"))
-           for _, op, args in insns):
+    if any(op.startswith("call") for _, op, args in insns):
         return []
-    stores, loads, semas = {}, {}, []
+    stores, loads, semas, moves = {}, {}, [], []
     for i, (addr, op, args) in enumerate(insns):
         if i in site:
             continue
+        if op.startswith(("push", "pop")) or args.endswith(",%rsp"):
+            moves.append(addr)
         if "_semaphore>" in args:
             semas.append(addr)
         m = re.match(r"%\w+,-0x([0-9a-f]+)\(%rsp\)$", args)
@@ -64,7 +67,8 @@ def red_zone_live(func):
     for off in sorted(stores):
         for s in stores[off]:
             for ld in loads.get(off, []):
-                if any(s < m < ld for m in semas):
+                if any(s < m < ld for m in semas) and \
+                        not any(s < m < ld for m in moves):
                     live.append((-off, hex(s), hex(ld)))
     return live
 

@@ -48,6 +48,14 @@
 		a9 = x * 31 + 9, a10 = x * 37 + 10, a11 = x * 41 + 11,         \
 		a12 = x * 43 + 12, a13 = x * 47 + 13, a14 = x * 53 + 14,       \
 		a15 = x * 59 + 15;                                             \
+	/* Computed before the probes, whatever the compiler: without this   \
+	 * clang sinks the arithmetic past them and keeps nothing live. */   \
+	__asm__ __volatile__("" : "+rm"(a0), "+rm"(a1), "+rm"(a2),         \
+			     "+rm"(a3), "+rm"(a4), "+rm"(a5), "+rm"(a6),      \
+			     "+rm"(a7));                                      \
+	__asm__ __volatile__("" : "+rm"(a8), "+rm"(a9), "+rm"(a10),        \
+			     "+rm"(a11), "+rm"(a12), "+rm"(a13), "+rm"(a14),  \
+			     "+rm"(a15));                                     \
 	BEGIN;                                                                 \
 	__asm__ __volatile__("" : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3));     \
 	END;                                                                   \
