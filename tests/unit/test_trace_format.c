@@ -638,95 +638,6 @@ static const struct trace_event golden_ev[] = {
 	{ G_T + 3200000, UINT64_MAX, 0, 4250, 4250, G_PHASE, SP_EV_MARK },
 };
 #define G_NEV (sizeof(golden_ev) / sizeof(golden_ev[0]))
-#define G_FIRST_CHUNK 10	/* events in the first EVENTS chunk */
-#define G_LOST 3
-static const char golden_cmdline[] = "./query_engine --jobs 2 --name \"ünï\"";
-
-static int write_golden(const char *path)
-{
-	struct trace_header h;
-	struct trace_writer *w;
-	uint32_t id, s;
-	size_t i;
-	int err;
-
-	memset(&h, 0, sizeof(h));
-	h.start_realtime_ns = 1700000000123456789ull;
-	h.start_mono_ns = G_T;
-	h.npids = 2;
-	h.pids[0] = 4242;
-	h.pids[1] = 4250;
-	h.cmdline = (char *)golden_cmdline;
-	h.version = "0.1.0";
-	err = trace_writer__open(path, false, &h, &w);
-	if (err)
-		return err;
-	for (s = 0; s < G_LOCK && !err; s++) {
-		err = trace_writer__string(w, golden_str[s], &id);
-		if (!err && id != s)
-			err = -EINVAL;
-	}
-	for (i = 0; i < G_NEV && !err; i++) {
-		if (i == G_FIRST_CHUNK) {
-			err = trace_writer__flush(w);
-			for (s = G_LOCK; s < G_NSTR && !err; s++) {
-				err = trace_writer__string(w, golden_str[s],
-							   &id);
-				if (!err && id != s)
-					err = -EINVAL;
-			}
-		}
-		if (!err)
-			err = trace_writer__event(w, &golden_ev[i]);
-	}
-	if (err) {
-		trace_writer__close(w, 0);
-		return err;
-	}
-	return trace_writer__close(w, G_LOST);
-}
-
-/* `minor`: the file's version, 1.0 for v1_0.spt; today's writer writes
- * 1.1 (the SP_EV_PROCESS_TITLE kind), the same content otherwise. */
-static void check_golden(const char *path, unsigned int minor)
-{
-	const struct trace_header *h;
-	struct readback rb;
-	size_t i;
-
-	if (read_all(path, &rb)) {
-		printf("FAIL %s: %s\n", path, rb.msg);
-		check_failed++;
-		return;
-	}
-	h = trace_reader__header(rb.r);
-	CHECK_U64(h->major, 1);
-	CHECK_U64(h->minor, minor);
-	CHECK_U64(h->start_realtime_ns, 1700000000123456789ull);
-	CHECK_U64(h->start_mono_ns, G_T);
-	CHECK_U64(h->npids, 2);
-	CHECK_U64(h->pids[0], 4242);
-	CHECK_U64(h->pids[1], 4250);
-	CHECK_STR(h->cmdline, golden_cmdline);
-	CHECK_STR(h->version, "0.1.0");
-	for (i = 0; i < G_NSTR; i++)
-		CHECK_STR(trace_reader__string(rb.r, (uint32_t)i),
-			  golden_str[i]);
-	CHECK(!trace_reader__string(rb.r, G_NSTR));
-	CHECK_EVENTS(rb.ev, rb.n, golden_ev, G_NEV);
-	CHECK_U64(rb.next_err, 0);
-	CHECK_U64(rb.st.events, G_NEV);
-	CHECK_U64(rb.st.chunks, 4);	/* S E S E */
-	CHECK_U64(rb.st.bad_chunks, 0);
-	CHECK_U64(rb.st.bad_names, 0);
-	CHECK(rb.st.footer);
-	CHECK(!rb.st.truncated);
-	CHECK_U64(rb.st.footer_events, G_NEV);
-	CHECK_U64(rb.st.footer_lost, G_LOST);
-	CHECK_U64(rb.st.footer_chunks, 4);
-	CHECK_U64(rb.nwarn, 0);
-	rb_free(&rb);
-}
 
 /* The 1.1 golden file (tests/golden/README.md): what 1.1 added to the
  * stream, each in one event. A process title (SP_EV_PROCESS_TITLE, its
@@ -745,45 +656,101 @@ static const struct trace_event golden11_ev[] = {
 	{ G_T + 4500, 2, 1, 4300, 4300, G11_STMT, SP_EV_QUERY_END },
 	{ G_T + 4600, 0, 0, 4300, 4300, G11_TXN, SP_EV_CACHE_HIT },
 };
-#define G11_NEV (sizeof(golden11_ev) / sizeof(golden11_ev[0]))
-static const char golden11_cmdline[] = "-b /usr/lib/postgresql/15/bin/postgres";
 
-static int write_golden11(const char *path)
+/* One golden file: its header, its strings (the first `str_split` before
+ * the first EVENTS chunk, the rest after the flush at event `flush_at`,
+ * 0 for one chunk), its events and the lost count of its footer. */
+struct golden {
+	uint64_t realtime_ns;
+	uint32_t pids[2];
+	uint32_t npids;
+	const char *cmdline;
+	const char *const *str;
+	uint32_t nstr, str_split;
+	const struct trace_event *ev;
+	size_t nev, flush_at;
+	uint64_t lost;
+	uint64_t chunks;
+};
+
+static const struct golden golden10 = {
+	.realtime_ns = 1700000000123456789ull,
+	.pids = { 4242, 4250 }, .npids = 2,
+	.cmdline = "./query_engine --jobs 2 --name \"ünï\"",
+	.str = golden_str, .nstr = G_NSTR, .str_split = G_LOCK,
+	.ev = golden_ev, .nev = G_NEV, .flush_at = 10,
+	.lost = 3, .chunks = 4,		/* S E S E */
+};
+
+static const struct golden golden11 = {
+	.realtime_ns = 1764590400000000000ull,
+	.pids = { 4300 }, .npids = 1,
+	.cmdline = "-b /usr/lib/postgresql/15/bin/postgres",
+	.str = golden11_str, .nstr = G11_NSTR, .str_split = G11_NSTR,
+	.ev = golden11_ev,
+	.nev = sizeof(golden11_ev) / sizeof(golden11_ev[0]),
+	.lost = 0, .chunks = 2,		/* S E */
+};
+
+static int golden_strings(struct trace_writer *w, const struct golden *g,
+			  uint32_t from, uint32_t to)
+{
+	uint32_t s, id;
+	int err = 0;
+
+	for (s = from; s < to && !err; s++) {
+		err = trace_writer__string(w, g->str[s], &id);
+		if (!err && id != s)
+			err = -EINVAL;
+	}
+	return err;
+}
+
+static int write_golden(const struct golden *g, const char *path)
 {
 	struct trace_header h;
 	struct trace_writer *w;
-	uint32_t id, s;
+	uint32_t p;
 	size_t i;
 	int err;
 
 	memset(&h, 0, sizeof(h));
-	h.start_realtime_ns = 1764590400000000000ull;
+	h.start_realtime_ns = g->realtime_ns;
 	h.start_mono_ns = G_T;
-	h.npids = 1;
-	h.pids[0] = 4300;
-	h.cmdline = (char *)golden11_cmdline;
+	h.npids = g->npids;
+	for (p = 0; p < g->npids; p++)
+		h.pids[p] = g->pids[p];
+	h.cmdline = (char *)g->cmdline;
 	h.version = "0.1.0";
 	err = trace_writer__open(path, false, &h, &w);
 	if (err)
 		return err;
-	for (s = 0; s < G11_NSTR && !err; s++) {
-		err = trace_writer__string(w, golden11_str[s], &id);
-		if (!err && id != s)
-			err = -EINVAL;
+	err = golden_strings(w, g, 0, g->str_split);
+	for (i = 0; i < g->nev && !err; i++) {
+		if (g->flush_at && i == g->flush_at) {
+			err = trace_writer__flush(w);
+			if (!err)
+				err = golden_strings(w, g, g->str_split,
+						     g->nstr);
+		}
+		if (!err)
+			err = trace_writer__event(w, &g->ev[i]);
 	}
-	for (i = 0; i < G11_NEV && !err; i++)
-		err = trace_writer__event(w, &golden11_ev[i]);
 	if (err) {
 		trace_writer__close(w, 0);
 		return err;
 	}
-	return trace_writer__close(w, 0);
+	return trace_writer__close(w, g->lost);
 }
 
-static void check_golden11(const char *path)
+/* `minor`: the file's version (1.0 for v1_0.spt; today's writer writes
+ * 1.1, the same content otherwise). */
+static void check_golden(const struct golden *g, const char *path,
+			 unsigned int minor)
 {
 	const struct trace_header *h;
 	struct readback rb;
+	uint32_t p;
 	size_t i;
 
 	if (read_all(path, &rb)) {
@@ -793,27 +760,28 @@ static void check_golden11(const char *path)
 	}
 	h = trace_reader__header(rb.r);
 	CHECK_U64(h->major, 1);
-	CHECK_U64(h->minor, 1);
-	CHECK_U64(h->start_realtime_ns, 1764590400000000000ull);
+	CHECK_U64(h->minor, minor);
+	CHECK_U64(h->start_realtime_ns, g->realtime_ns);
 	CHECK_U64(h->start_mono_ns, G_T);
-	CHECK_U64(h->npids, 1);
-	CHECK_U64(h->pids[0], 4300);
-	CHECK_STR(h->cmdline, golden11_cmdline);
+	CHECK_U64(h->npids, g->npids);
+	for (p = 0; p < g->npids; p++)
+		CHECK_U64(h->pids[p], g->pids[p]);
+	CHECK_STR(h->cmdline, g->cmdline);
 	CHECK_STR(h->version, "0.1.0");
-	for (i = 0; i < G11_NSTR; i++)
-		CHECK_STR(trace_reader__string(rb.r, (uint32_t)i),
-			  golden11_str[i]);
-	CHECK(!trace_reader__string(rb.r, G11_NSTR));
-	CHECK_EVENTS(rb.ev, rb.n, golden11_ev, G11_NEV);
+	for (i = 0; i < g->nstr; i++)
+		CHECK_STR(trace_reader__string(rb.r, (uint32_t)i), g->str[i]);
+	CHECK(!trace_reader__string(rb.r, g->nstr));
+	CHECK_EVENTS(rb.ev, rb.n, g->ev, g->nev);
 	CHECK_U64(rb.next_err, 0);
-	CHECK_U64(rb.st.events, G11_NEV);
-	CHECK_U64(rb.st.chunks, 2);	/* S E */
+	CHECK_U64(rb.st.events, g->nev);
+	CHECK_U64(rb.st.chunks, g->chunks);
 	CHECK_U64(rb.st.bad_chunks, 0);
+	CHECK_U64(rb.st.bad_names, 0);
 	CHECK(rb.st.footer);
 	CHECK(!rb.st.truncated);
-	CHECK_U64(rb.st.footer_events, G11_NEV);
-	CHECK_U64(rb.st.footer_lost, 0);
-	CHECK_U64(rb.st.footer_chunks, 2);
+	CHECK_U64(rb.st.footer_events, g->nev);
+	CHECK_U64(rb.st.footer_lost, g->lost);
+	CHECK_U64(rb.st.footer_chunks, g->chunks);
 	CHECK_U64(rb.nwarn, 0);
 	rb_free(&rb);
 }
@@ -823,17 +791,14 @@ static const char *golden11_path = "tests/golden/v1_1.spt";
 
 static void test_golden(void)
 {
-	const char *fresh = tpath("golden_fresh.spt");
-
-	/* The file checked in: format compatibility. */
-	check_golden(golden_path, 0);
-	/* Today's writer, same content: the checks above can pass. */
-	CHECK_U64(write_golden(fresh), 0);
-	check_golden(fresh, 1);
-	/* Every later version's file, and today's writer of its content. */
-	check_golden11(golden11_path);
-	CHECK_U64(write_golden11(tpath("golden11_fresh.spt")), 0);
-	check_golden11(tpath("golden11_fresh.spt"));
+	/* The files checked in: format compatibility. Then today's writer of
+	 * the same content, so the checks above can pass. */
+	check_golden(&golden10, golden_path, 0);
+	CHECK_U64(write_golden(&golden10, tpath("golden_fresh.spt")), 0);
+	check_golden(&golden10, tpath("golden_fresh.spt"), 1);
+	check_golden(&golden11, golden11_path, 1);
+	CHECK_U64(write_golden(&golden11, tpath("golden11_fresh.spt")), 0);
+	check_golden(&golden11, tpath("golden11_fresh.spt"), 1);
 }
 
 /* ---------------------------------------------------- size on disk */
@@ -2080,8 +2045,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && (!strcmp(argv[1], "--write-golden") ||
 			  !strcmp(argv[1], "--write-golden-1.1"))) {
-		int err = argv[1][14] ? write_golden11(argv[2]) :
-					write_golden(argv[2]);
+		int err = write_golden(argv[1][14] ? &golden11 : &golden10,
+				       argv[2]);
 
 		if (err)
 			fprintf(stderr, "%s: %s\n", argv[2], strerror(-err));
