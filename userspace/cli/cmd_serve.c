@@ -322,11 +322,14 @@ int cmd_serve(int argc, char **argv)
 		return 1;
 	}
 	/* Only an address the operator wrote: the default is loopback,
-	 * and names are never resolved to some address of this host. */
-	if (serve_http__parse_addr(env.listen ? env.listen
+	 * and names are never resolved to some address of this host. The
+	 * targets, specs and privileges in the same pass. */
+	err = serve_http__parse_addr(env.listen ? env.listen
 					       : SERVE_DEFAULT_LISTEN,
-				    &addr, &alen, why, sizeof(why))) {
+				    &addr, &alen, why, sizeof(why));
+	if (err)
 		sp_err("--listen '%s': %s", env.listen, why);
+	if (session_opts__precheck(&env.so) || err) {
 		session_opts__free(&env.so);
 		return 1;
 	}

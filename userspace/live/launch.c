@@ -60,6 +60,47 @@ int launch__resolve(const char *cmd, char **out)
 	return err;
 }
 
+int launch__shebang(const char *path, char **line)
+{
+	char buf[256];
+	ssize_t n;
+	int fd;
+
+	*line = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 2 || buf[0] != '#' || buf[1] != '!')
+		return 0;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	*line = strdup(buf);
+	return *line ? 0 : -ENOMEM;
+}
+
+int launch__interpreter(const char *line, char **out)
+{
+	char buf[256], *tok, *save, *prog;
+	bool env;
+
+	*out = NULL;
+	snprintf(buf, sizeof(buf), "%s", line + 2);
+	prog = strtok_r(buf, " \t", &save);
+	if (!prog)
+		return -ENOEXEC;
+	/* "#!/usr/bin/env [-S] NAME": env runs NAME from PATH. */
+	env = !strcmp(prog, "/usr/bin/env") || !strcmp(prog, "/bin/env");
+	while (env && (tok = strtok_r(NULL, " \t", &save))) {
+		if (tok[0] == '-' || strchr(tok, '='))
+			continue;	/* -S, -i, NAME=VALUE */
+		return launch__resolve(tok, out);
+	}
+	*out = strdup(prog);
+	return *out ? 0 : -ENOMEM;
+}
+
 int launch__fork(struct launch *l, char *const argv[])
 {
 	int go[2], ex[2], err;

@@ -37,6 +37,7 @@
 #include "proc_maps.h"
 #include "run_store.h"
 #include "session.h"
+#include "spec_precheck.h"
 
 /*
  * -p PID[,PID...]: every element a plain decimal number (no sign, no space,
@@ -282,6 +283,10 @@ int session_opts__precheck(const struct session_opts *o)
 	char *path;
 	int i, err = 0, e;
 
+	/* The privileges first: one run as a user reports them with every
+	 * other problem of the command line. */
+	if (privileges__check())
+		err = -EINVAL;
 	for (i = 0; i < o->npids; i++) {
 		if (kill(o->pids[i], 0) && errno == ESRCH) {
 			sp_err("pid %d: no such process (check the PID)",
@@ -312,6 +317,8 @@ int session_opts__precheck(const struct session_opts *o)
 			free(path);
 		}
 	}
+	if (spec_precheck__targets(o))
+		err = -EINVAL;
 	for (i = 0; !err && i < o->nbinaries; i++)
 		if (precheck_funcs(o, o->binaries[i], o->binaries[i]))
 			err = -EINVAL;
@@ -678,22 +685,11 @@ static void scan_binaries(struct session *ss)
  * are not the program's, which it runs by exec. */
 static void note_script(struct session *ss)
 {
-	char buf[256];
-	ssize_t n;
-	int fd;
-
-	fd = open(ss->launch.path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (launch__shebang(ss->launch.path, &ss->script) || !ss->script)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 2 || buf[0] != '#' || buf[1] != '!')
-		return;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	ss->script = strdup(buf);
 	sp_info("'%s' is a script (%s, %s): what it runs by exec is traced "
-		"from that exec on", ss->o->cmd[0], ss->launch.path, buf);
+		"from that exec on", ss->o->cmd[0], ss->launch.path,
+		ss->script);
 }
 
 /* The program the launched command runs now (after any exec). */

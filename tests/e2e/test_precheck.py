@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""--query probes and privileges in the one pass of checks before tracing
+(docs/cli.md "Checked before tracing"): a spec whose probe is in none of
+the files the target will have is refused with every other problem of the
+command line, before any BPF is loaded or any command runs:
+
+- -p PID: the files it maps; -b FILE: the file itself (a probe in a library
+  it needs is named); -- CMD: its program and DT_NEEDED closure, a "#!"
+  script followed to its interpreter.
+- Not refused when the program can load more (it imports dlopen or an exec
+  function, or --follow): a shim that execs the real program and a host
+  that dlopen()s the library with the probes keep working.
+- No privileges and a bad -o: both said, by one invocation."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from sptest import (SPTRACE, check, eq, finish, host_truth, require_bpf, rows,
+                    run)
+
+SPEC_HOST = os.environ["SPEC_HOST"]
+ENABLED = os.environ["ENABLED_HOST"]
+THROW = os.environ["THROW_HOST"]
+DLOPEN = os.environ["DLOPEN_HOST"]
+NOPE = "nope:x__start,nope:x__done,name=x"
+
+
+def err_lines(p):
+    return [l for l in p.stderr.splitlines() if l.startswith("sptrace: ")]
+
+
+def refused(p, what, *words, n):
+    """Exit 1, exactly n `sptrace:` lines naming words, nothing else on
+    stderr, and the host never ran (it prints to stdout when it does)."""
+    ls = err_lines(p)
+    others = [l for l in p.stderr.splitlines() if l.strip() and l not in ls]
+    ok = (p.returncode == 1 and len(ls) == n and not others and
+          all(w in p.stderr for w in words) and not p.stdout.strip())
+    return check(ok, "%s: refused before tracing, %d lines naming %s: exit "
+                 "%d, %r, stdout %r" % (what, n, words, p.returncode,
+                                        p.stderr.strip()[:600], p.stdout[:80]))
+
+
+require_bpf()
+d = tempfile.mkdtemp(prefix="sptest-precheck-")
+bad_o = os.path.join(d, "no", "dir", "x")
+try:
+    # Launch: a probe in no file of the program's closure, which loads
+    # nothing later, with a bad -o: both problems, the host never runs.
+    p = run([SPTRACE, "-o", bad_o, "--query", NOPE, "--", SPEC_HOST, "1"])
+    refused(p, "launch: bad -o and a missing probe", "-o " + bad_o,
+            "no probe nope:x__start in %s" % SPEC_HOST,
+            "nor nope:x__done", "(their providers: sph", n=2)
+
+    # A script whose interpreter is such a program: refused before the run,
+    # naming the script and its interpreter.
+    script = os.path.join(d, "script")
+    with open(script, "w") as f:
+        f.write("#!%s\n" % SPEC_HOST)
+    os.chmod(script, 0o755)
+    p = run([SPTRACE, "--query", NOPE, "--", script])
+    refused(p, "a script whose interpreter has no such probe",
+            "%s (a script, #!%s, run by %s)" % (script, SPEC_HOST, SPEC_HOST),
+            n=1)
+
+    # A shim (a shell script that execs the real program): the shell can
+    # exec anything, so a probe it lacks is not refused before the run; the
+    # program it runs has it and is traced.
+    shim = os.path.join(d, "shim")
+    with open(shim, "w") as f:
+        f.write("#!/bin/sh\nexec %s \"$@\"\n" % SPEC_HOST)
+    os.chmod(shim, 0o755)
+    out = os.path.join(d, "shim.json")
+    p = run([SPTRACE, "-f", "json", "-o", out, "--query",
+             "sph:key,name=arg0,kind=cache,normalize=digits", "--", shim, "3"])
+    eq(p.returncode, 0, "shim: traced through its exec (%s)" % p.stderr.strip()[:300])
+    with open(out) as f:
+        r = rows(json.load(f))
+    eq(r.get("key-?", {}).get("cache_hits"), host_truth(p.stdout)["keys"] - 1,
+       "shim: the probes of the program it execs counted (host's own count)")
+    # ... and a probe in neither is still an error, after the run.
+    p = run([SPTRACE, "--query", NOPE, "--", shim, "1"])
+    check(p.returncode == 1 and p.stdout.strip() and
+          "that ran %s" % SPEC_HOST in p.stderr,
+          "shim: a probe found nowhere fails after the run, naming what ran "
+          "(%s)" % p.stderr.strip()[:300])
+
+    # A host that dlopen()s the library with the probes: not in its closure
+    # before it runs, not refused; attached when the library is mapped.
+    libstdcxx = None
+    for cand in ("/lib/x86_64-linux-gnu/libstdc++.so.6",
+                 "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"):
+        if os.path.exists(cand):
+            libstdcxx = cand
+            break
+    check(libstdcxx is not None, "libstdc++.so.6 found")
+    out = os.path.join(d, "dl.json")
+    p = run([SPTRACE, "-f", "json", "-o", out, "--query",
+             "libstdcxx:throw,name=throw,kind=cache", "--", DLOPEN,
+             libstdcxx, "1"])
+    # dlopen_host finds no plugin_run in libstdc++ and exits 1: its status.
+    check(not any("no probe" in l for l in err_lines(p)) and os.path.exists(out),
+          "dlopen: a probe of a library loaded later is not refused, the run "
+          "completes (exit %d, %s)" % (p.returncode, p.stderr.strip()[:300]))
+
+    # -b: only the file given is attached; a probe of a library it needs is
+    # refused before the run, naming that library.
+    p = run([SPTRACE, "-o", bad_o, "-b", THROW, "-d", "5", "--query",
+             "libstdcxx:throw,name=throw,kind=cache"])
+    refused(p, "-b: a probe of a library it needs", "-o " + bad_o,
+            "no probe libstdcxx:throw in %s" % THROW,
+            "which %s loads" % THROW, "add -b ", n=2)
+
+    # -p: the files it maps; a bad -o in the same pass.
+    live = subprocess.Popen([ENABLED], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        p = run([SPTRACE, "-o", bad_o, "-p", str(live.pid), "-d", "5",
+                 "--query", NOPE])
+        refused(p, "-p: bad -o and a missing probe", "-o " + bad_o,
+                "no probe nope:x__start in pid %d" % live.pid, n=2)
+    finally:
+        live.kill()
+        live.wait()
+
+    # No privileges and a bad -o, as a user: both lines, for every
+    # tracing command, before anything starts.
+    os.chmod(d, 0o777)
+    user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "--inh-caps=-all"]
+    for cmd in ([], ["record"], ["mem"], ["latency", "--from", "sp:query_begin",
+                                          "--to", "sp:query_end"]):
+        o = os.path.join(d, "out", "x")
+        p = run(user + [SPTRACE] + cmd + ["-o", o, "--", SPEC_HOST, "1"])
+        refused(p, "%s as a user with a bad -o" % (cmd[:1] or ["trace"])[0],
+                "-o " + o, "CAP_BPF", n=2)
+    p = run(user + [SPTRACE, "serve", "--listen", "nonsense:addr", "--",
+                    SPEC_HOST, "1"])
+    refused(p, "serve as a user with a bad --listen", "--listen", "CAP_BPF",
+            n=2)
+finally:
+    shutil.rmtree(d, ignore_errors=True)
+finish()

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/*
+ * --query probes against the files each target will have, in the one pass
+ * of checks before tracing (the rules: spec_precheck.h).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "elf_deps.h"
+#include "elf_notes.h"
+#include "launch.h"
+#include "log.h"
+#include "proc_maps.h"
+#include "spec_precheck.h"
+#include "vec.h"
+
+/* The kernel follows at most this many "#!" levels (BINPRM_MAX_RECURSION). */
+#define SCRIPT_DEPTH 4
+
+/* The USDT notes of a target's files. */
+struct probe_set {
+	struct usdt_file **v;
+	size_t n, cap;
+};
+
+static int set_add(struct probe_set *s, const char *open_path,
+		   const char *path)
+{
+	struct usdt_file *f;
+
+	/* Unreadable, not ELF: attaching skips it too. */
+	if (usdt_file__open(open_path, &f, NULL))
+		return 0;
+	free(f->path);
+	f->path = strdup(path);
+	if (!f->path || VEC_RESERVE(s->v, s->cap, s->n + 1)) {
+		usdt_file__free(f);
+		return -ENOMEM;
+	}
+	s->v[s->n++] = f;
+	return 0;
+}
+
+static void set_free(struct probe_set *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		usdt_file__free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The file holding provider:name (name NULL: any probe of provider). */
+static const char *set_find(const struct probe_set *s, const char *provider,
+			    const char *name)
+{
+	size_t i, k;
+
+	for (i = 0; i < s->n; i++)
+		for (k = 0; k < s->v[i]->nsites; k++)
+			if (!strcmp(s->v[i]->sites[k].provider, provider) &&
+			    (!name || !strcmp(s->v[i]->sites[k].name, name)))
+				return s->v[i]->path;
+	return NULL;
+}
+
+/* "p1, p2": the providers of the set, as the check after attaching says. */
+static void set_providers(const struct probe_set *s, char *buf, size_t len)
+{
+	size_t i, k, at = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < s->n; i++) {
+		for (k = 0; k < s->v[i]->nsites && at < len - 1; k++) {
+			const char *p = s->v[i]->sites[k].provider;
+			const char *hit = strstr(buf, p);
+			size_t pl = strlen(p);
+
+			while (hit && !((hit == buf || hit[-1] == ' ') &&
+					(hit[pl] == ',' || !hit[pl])))
+				hit = strstr(hit + 1, p);
+			if (hit)
+				continue;
+			at += (size_t)snprintf(buf + at, len - at, "%s%s",
+					       at ? ", " : "", p);
+		}
+	}
+}
+
+static int pid_file(void *ctx, const char *open_path, const char *path)
+{
+	return set_add(ctx, open_path, path);
+}
+
+/* How a spec check ends for one target. */
+enum strictness {
+	REFUSE,		/* the files are all the target will have */
+	MAY_LOAD,	/* dlopen, exec or --follow may bring more */
+};
+
+/* Every probe of every spec against s, one line per spec line: its first
+ * probe found nowhere, the others in the parentheses. REFUSE: an error;
+ * MAY_LOAD: a note with -v (the check after the run decides, and says it
+ * in one line). libs: the files the -b file needs, for a hint. 0 or
+ * -EINVAL. */
+static int check_set(const struct session_opts *o, const struct probe_set *s,
+		     const char *target, enum strictness how,
+		     const char *late_why, const struct probe_set *libs,
+		     const char *bin)
+{
+	char wbuf[640], provs[512], more[512], hint[PATH_MAX * 2 + 96];
+	const char *in;
+	int k, p, first, err = 0;
+	size_t at;
+
+	set_providers(s, provs, sizeof(provs));
+	for (k = 0; k < o->nqspecs; k++) {
+		const struct query_spec *q = &o->qspecs[k];
+
+		first = -1;
+		more[0] = 0;
+		at = 0;
+		hint[0] = 0;
+		for (p = 0; p < q->nprobes; p++) {
+			if (set_find(s, q->provider[p], q->probe[p]))
+				continue;
+			if (first < 0)
+				first = p;
+			else if (at < sizeof(more))
+				at += (size_t)snprintf(more + at, sizeof(more) - at,
+						       "%s%s:%s",
+						       at ? ", " : "; nor ",
+						       q->provider[p], q->probe[p]);
+			in = libs ? set_find(libs, q->provider[p], q->probe[p])
+				  : NULL;
+			if (in && !hint[0])
+				snprintf(hint, sizeof(hint),
+					 "; %s:%s is in %s, which %s loads: -b traces only the file given, add -b %s",
+					 q->provider[p], q->probe[p], in, bin, in);
+		}
+		if (first < 0)
+			continue;
+		query_spec__where(q, wbuf, sizeof(wbuf));
+		if (how == MAY_LOAD) {
+			sp_info("%s: no probe %s:%s%s in %s or its libraries before it runs; not refused: a file loaded later may bring it (%s), which the run's end checks",
+				wbuf, q->provider[first], q->probe[first], more,
+				target, late_why);
+			continue;
+		}
+		if (provs[0])
+			sp_err("%s: no probe %s:%s in %s or its libraries (their providers: %s%s%s; sptrace list FILE shows the probes)",
+			       wbuf, q->provider[first], q->probe[first], target,
+			       provs, more, hint);
+		else
+			sp_err("%s: no probe %s:%s in %s or its libraries (they have no USDT probes at all%s%s)",
+			       wbuf, q->provider[first], q->probe[first], target,
+			       more, hint);
+		err = -EINVAL;
+	}
+	return err;
+}
+
+/* -p: the union of the files the processes map (a probe in one of them
+ * is enough, as attaching counts it). */
+static int check_pids(const struct session_opts *o)
+{
+	struct probe_set s = { 0 };
+	char target[64];
+	int i, n = 0, last = 0, err;
+
+	for (i = 0; i < o->npids; i++) {
+		/* Gone, or not ours to read: said elsewhere. */
+		if (proc_maps__for_each_exec_file(o->pids[i], pid_file, &s) < 0)
+			continue;
+		n++;
+		last = (int)o->pids[i];
+	}
+	if (n == 1)
+		snprintf(target, sizeof(target), "pid %d", last);
+	else
+		snprintf(target, sizeof(target), "any of the %d processes", n);
+	err = n ? check_set(o, &s, target, REFUSE, NULL, NULL, NULL) : 0;
+	set_free(&s);
+	return err;
+}
+
+static int check_binaries(const struct session_opts *o)
+{
+	struct elf_deps d = { 0 };
+	struct probe_set s = { 0 }, libs = { 0 };
+	size_t i;
+	int k, err = 0;
+
+	if (!o->nbinaries)
+		return 0;
+	for (k = 0; !err && k < o->nbinaries; k++)
+		err = set_add(&s, o->binaries[k], o->binaries[k]);
+	/* The libraries the (first) file needs, for a hint. */
+	if (!err && !elf_deps__closure(o->binaries[0], &d))
+		for (i = 1; !err && i < d.n; i++)
+			err = set_add(&libs, d.paths[i], d.paths[i]);
+	if (!err)
+		err = check_set(o, &s, o->binaries[0], REFUSE, NULL, &libs,
+				o->binaries[0]);
+	elf_deps__free(&d);
+	set_free(&libs);
+	set_free(&s);
+	return err == -ENOMEM ? -EINVAL : err;
+}
+
+/* -- CMD: the program the exec will run, a script followed to its
+ * interpreter as the kernel does; *shown says so for messages. */
+static int command_program(const char *cmd, char **prog, char **shown)
+{
+	char *path = NULL, *line = NULL, *next;
+	int depth, err;
+
+	*prog = *shown = NULL;
+	err = launch__resolve(cmd, &path);
+	if (err)
+		return err;
+	for (depth = 0; depth < SCRIPT_DEPTH; depth++) {
+		free(line);
+		err = launch__shebang(path, &line);
+		if (err || !line)
+			break;
+		err = launch__interpreter(line, &next);
+		if (err)
+			break;
+		free(path);
+		path = next;
+		free(*shown);
+		if (asprintf(shown, "%s (a script, %s, run by %s)", cmd, line,
+			     path) < 0) {
+			*shown = NULL;
+			err = -ENOMEM;
+			break;
+		}
+	}
+	free(line);
+	if (!err && !*shown && !(*shown = strdup(cmd)))
+		err = -ENOMEM;
+	if (err) {
+		free(path);
+		free(*shown);
+		*shown = NULL;
+		return err;
+	}
+	*prog = path;
+	return 0;
+}
+
+static int check_command(const struct session_opts *o)
+{
+	struct elf_deps d = { 0 };
+	struct probe_set s = { 0 };
+	char *prog, *shown;
+	const char *why;
+	size_t i;
+	int err;
+
+	/* Not found, not runnable: the command check says so. */
+	if (command_program(o->cmd[0], &prog, &shown))
+		return 0;
+	err = elf_deps__closure(prog, &d);
+	if (err) {	/* not ELF (exec would say why): nothing to check */
+		free(prog);
+		free(shown);
+		return 0;
+	}
+	for (i = 0; !err && i < d.n; i++)
+		err = set_add(&s, d.paths[i], d.paths[i]);
+	why = o->follow ? "--follow traces the programs its children run" :
+	      d.late_why;
+	if (!err)
+		err = check_set(o, &s, shown,
+				o->follow || d.loads_later ? MAY_LOAD : REFUSE,
+				why, NULL, NULL);
+	elf_deps__free(&d);
+	set_free(&s);
+	free(prog);
+	free(shown);
+	return err == -ENOMEM ? -EINVAL : err;
+}
+
+int spec_precheck__targets(const struct session_opts *o)
+{
+	int err = 0;
+
+	if (!o->nqspecs)
+		return 0;
+	if (o->npids && check_pids(o))
+		err = -EINVAL;
+	if (check_binaries(o))
+		err = -EINVAL;
+	if (o->cmd && check_command(o))
+		err = -EINVAL;
+	return err;
+}
