@@ -19,6 +19,7 @@
 #include "log.h"
 #include "output.h"
 #include "text.h"
+#include "table.h"
 #include "text_table.h"
 
 static const char usage[] =
@@ -33,6 +34,8 @@ static const char usage[] =
 "  -f, --format FMT         table (default) or json\n"
 "  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
 "      --force              overwrite an existing output file\n"
+"      --wide               every column, labels and commands uncut (default:\n"
+"                           the table fits 120 characters)\n"
 "  -h, --help\n";
 
 static void print_usage(FILE *f)
@@ -40,7 +43,6 @@ static void print_usage(FILE *f)
 	fputs(usage, f);
 }
 
-#define COMMAND_WIDTH 48
 
 /* started_at as ISO 8601 UTC: "2026-11-29T13:01:34Z". */
 static void fmt_time(char *buf, size_t len, int64_t t)
@@ -82,15 +84,26 @@ static void json_run(struct json_writer *w, const struct history_run *r)
 	json_str(w, "source", r->source);
 }
 
+/*
+ * The tables fit `width` characters (120; --wide: 0, no limit) by the rule
+ * of every boxed table (text_table__fit(), docs/formats.md#fitting-120-characters):
+ * Label and Command are cut down to 12 and 16 cells, then columns are left
+ * out in *_drop order; a line under the table names them.
+ */
+static const unsigned int list_drop[] = { 4, 3, 5, 1 };
+static const unsigned int query_drop[] = { 5, 4, 1 };
+
 static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
-		     bool json)
+		     bool json, unsigned int width)
 {
 	static const struct text_col cols[] = {
-		{ "Run", TEXT_RIGHT, false, 0 }, { "Started (UTC)", TEXT_LEFT, false, 0 },
-		{ "Label", TEXT_LEFT, false, 0 }, { "Duration", TEXT_RIGHT, false, 0 },
-		{ "Queries", TEXT_RIGHT, false, 0 }, { "Self", TEXT_RIGHT, false, 0 },
-		{ "Command", TEXT_LEFT, false, COMMAND_WIDTH },
+		{ "Run", TEXT_RIGHT, false, 0, 0 }, { "Started (UTC)", TEXT_LEFT, false, 0, 0 },
+		{ "Label", TEXT_LEFT, false, 0, 12 }, { "Duration", TEXT_RIGHT, false, 0, 0 },
+		{ "Queries", TEXT_RIGHT, false, 0, 0 }, { "Self", TEXT_RIGHT, false, 0, 0 },
+		{ "Command", TEXT_LEFT, false, 0, 16 },
 	};
+	const char *dropped[sizeof(list_drop) / sizeof(list_drop[0])];
+	unsigned int ndropped = 0;
 	char id[24], t[32], dur[32], nq[24], self[32];
 	struct text_table tt;
 	struct json_writer w;
@@ -126,25 +139,34 @@ static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
 		text__fmt_ns(self, sizeof(self), v[i].total_self_ns);
 		err = text_table__add_row(&tt, cells);
 	}
-	if (!err)
+	if (!err) {
+		ndropped = text_table__fit(&tt, width, list_drop,
+					   sizeof(list_drop) / sizeof(list_drop[0]),
+					   dropped);
 		err = text_table__print(out, &tt);
+	}
 	text_table__free(&tt);
+	if (!err)
+		text_table__fit_footer(out, dropped, ndropped, width);
 	if (!err && !n)
 		fputs("(no runs)\n", out);
 	return err ? err : text__flush(out);
 }
 
 static int query_runs(FILE *out, const char *query,
-		      const struct history_point *v, unsigned int n, bool json)
+		      const struct history_point *v, unsigned int n, bool json,
+		      unsigned int width)
 {
 	static const struct text_col cols[] = {
-		{ "Run", TEXT_RIGHT, false, 0 }, { "Started (UTC)", TEXT_LEFT, false, 0 },
-		{ "Label", TEXT_LEFT, false, 0 }, { "Self", TEXT_RIGHT, false, 0 },
-		{ "Count", TEXT_RIGHT, false, 0 }, { "p99", TEXT_RIGHT, false, 0 },
-		{ "Trend", TEXT_LEFT, false, 0 },
+		{ "Run", TEXT_RIGHT, false, 0, 0 }, { "Started (UTC)", TEXT_LEFT, false, 0, 0 },
+		{ "Label", TEXT_LEFT, false, 0, 12 }, { "Self", TEXT_RIGHT, false, 0, 0 },
+		{ "Count", TEXT_RIGHT, false, 0, 0 }, { "p99", TEXT_RIGHT, false, 0, 0 },
+		{ "Trend", TEXT_LEFT, false, 0, 0 },
 	};
 	char id[24], t[32], self[32], cnt[24], p99[32];
 	uint64_t max = 0, min = UINT64_MAX;
+	const char *dropped[sizeof(query_drop) / sizeof(query_drop[0])];
+	unsigned int ndropped = 0;
 	struct text_table tt;
 	struct json_writer w;
 	unsigned int i, present = 0;
@@ -206,9 +228,15 @@ static int query_runs(FILE *out, const char *query,
 		}
 		err = text_table__add_row(&tt, cells);
 	}
-	if (!err)
+	if (!err) {
+		ndropped = text_table__fit(&tt, width, query_drop,
+					   sizeof(query_drop) / sizeof(query_drop[0]),
+					   dropped);
 		err = text_table__print(out, &tt);
+	}
 	text_table__free(&tt);
+	if (!err)
+		text_table__fit_footer(out, dropped, ndropped, width);
 	if (!err && present) {
 		fputs("Self time: ", out);
 		for (i = 0; i < n; i++)
@@ -227,14 +255,16 @@ struct history_job {
 	const struct history_point *pts;
 	unsigned int n;
 	bool json;
+	unsigned int width;	/* 0: --wide */
 };
 
 static int history_fn(FILE *out, const void *ctx)
 {
 	const struct history_job *j = ctx;
 
-	return j->query ? query_runs(out, j->query, j->pts, j->n, j->json)
-			: list_runs(out, j->runs, j->n, j->json);
+	return j->query ? query_runs(out, j->query, j->pts, j->n, j->json,
+				     j->width)
+			: list_runs(out, j->runs, j->n, j->json, j->width);
 }
 
 int cmd_history(int argc, char **argv)
@@ -245,13 +275,14 @@ int cmd_history(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	const char *db = NULL, *label = NULL, *output = NULL, *query = NULL;
 	struct history_entry *runs = NULL;
 	struct history_point *pts = NULL;
-	bool json = false, force = false;
+	bool json = false, force = false, wide = false;
 	struct history_db *h;
 	unsigned int n = 0;
 	int c, err;
@@ -282,6 +313,9 @@ int cmd_history(int argc, char **argv)
 		case OPT_FORCE:
 			force = true;
 			break;
+		case OPT_WIDE:
+			wide = true;
+			break;
 		default:
 			if (cli__option(c, print_usage))
 				return 1;
@@ -309,7 +343,7 @@ int cmd_history(int argc, char **argv)
 	if (!err)
 		err = cli__write(output, force, history_fn, &(struct history_job){
 			.query = query, .runs = runs, .pts = pts, .n = n,
-			.json = json });
+			.json = json, .width = wide ? 0 : TABLE_DEFAULT_WIDTH });
 	history_entries__free(runs, query ? 0 : n);
 	history_points__free(pts, query ? n : 0);
 	return err ? 1 : 0;

@@ -19,6 +19,7 @@
 #include "summary_writer.h"
 #include "session.h"
 #include "summary.h"
+#include "table.h"
 
 struct mem_env {
 	struct session_opts so;
@@ -26,6 +27,7 @@ struct mem_env {
 	enum summary_format format;
 	const char *output;
 	bool force;
+	bool wide;			/* --wide: every column */
 	unsigned int interval_ms;
 	unsigned int max_sites;
 	struct db_opts dbo;	/* --db, --label: store the run */
@@ -44,6 +46,8 @@ static const char usage[] =
 "  -f, --format FMT         table (default), json or csv\n"
 "  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
 "      --force              overwrite an existing output file\n"
+"      --wide               every column (default: the tables fit 120\n"
+"                           characters, docs/formats.md#fitting-120-characters)\n"
 "      --per-thread         break figures down by allocating thread\n"
 "      --sample N           count every Nth allocation; figures scaled xN\n"
 "      --interval MS        sample RSS and live bytes every MS ms (timeline)\n"
@@ -89,6 +93,7 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 		{ "sample", required_argument, NULL, OPT_SAMPLE },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -125,6 +130,9 @@ static int parse_args(int argc, char **argv, struct mem_env *env)
 			break;
 		case 'o':
 			env->output = optarg;
+			break;
+		case OPT_WIDE:
+			env->wide = true;
 			break;
 		case OPT_FORCE:
 			env->force = true;
@@ -223,6 +231,7 @@ int cmd_mem(int argc, char **argv)
 			env.so.npids > 1 ? "s" : "");
 	if (!err) {
 		ropts.format = env.format;
+		ropts.width = env.wide ? 0 : TABLE_DEFAULT_WIDTH;
 		err = cli__write_mem(env.output, env.force, NULL, &ropts, &r);
 		/* A memory-only run: no query rows, the report's duration. */
 		s.duration_ns = r.duration_ns;

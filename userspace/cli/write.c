@@ -62,7 +62,8 @@ static int mem_fn(FILE *out, const void *ctx)
 	int err;
 
 	if (!j->s)
-		return mem_report__write(out, j->mr, j->ropts->format);
+		return mem_report__write(out, j->mr, j->ropts->format,
+					 j->ropts->width);
 	if (j->ropts->format == SUMMARY_JSON) {
 		err = json_out__write_with(out, j->s, mem_report__json_fields,
 				       (void *)j->mr);
@@ -74,7 +75,8 @@ static int mem_fn(FILE *out, const void *ctx)
 	err = summary_writer__write(out, j->s, j->ropts);
 	if (!err) {
 		fputc('\n', out);
-		err = mem_report__write(out, j->mr, j->ropts->format);
+		err = mem_report__write(out, j->mr, j->ropts->format,
+					 j->ropts->width);
 	}
 	return err;
 }

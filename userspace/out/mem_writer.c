@@ -64,20 +64,33 @@ static int add_figures_row(struct text_table *t, const char *name,
 }
 
 static const struct text_col figure_cols[] = {
-	{ "Type", TEXT_LEFT, false, 60 },
-	{ "Allocs", TEXT_RIGHT, false, 0 },
-	{ "Bytes", TEXT_RIGHT, false, 0 },
-	{ "Frees", TEXT_RIGHT, false, 0 },
-	{ "Live", TEXT_RIGHT, false, 0 },
-	{ "Live bytes", TEXT_RIGHT, false, 0 },
-	{ "Peak live bytes", TEXT_RIGHT, false, 0 },
-	{ "Avg size", TEXT_RIGHT, false, 0 },
+	{ "Type", TEXT_LEFT, false, 60, 24 },
+	{ "Allocs", TEXT_RIGHT, false, 0, 0 },
+	{ "Bytes", TEXT_RIGHT, false, 0, 0 },
+	{ "Frees", TEXT_RIGHT, false, 0, 0 },
+	{ "Live", TEXT_RIGHT, false, 0, 0 },
+	{ "Live bytes", TEXT_RIGHT, false, 0, 0 },
+	{ "Peak live bytes", TEXT_RIGHT, false, 0, 0 },
+	{ "Avg size", TEXT_RIGHT, false, 0, 0 },
 };
 
-static int print_types(FILE *out, const struct mem_report *r)
+/*
+ * Fitting `width` (120 by default, --wide: 0) as every boxed table does
+ * (text_table__fit(), docs/formats.md#fitting-120-characters): names are
+ * cut down to 24 cells (Type) or 16 (Thread, and Type per thread), then
+ * columns are left out first to last: the figures the others give (Avg
+ * size is Bytes / Allocs, Frees is Allocs - Live), then Live, Peak live
+ * bytes, Allocs (and per thread Bytes). Live bytes, what leaks, stays.
+ */
+static const unsigned int types_drop[] = { 7, 3, 4, 6, 1 };
+static const unsigned int threads_drop[] = { 5, 6, 8, 3, 4 };
+
+static int print_types(FILE *out, const struct mem_report *r,
+		       unsigned int width)
 {
+	const char *dropped[ARRAY_SIZE(types_drop)];
 	struct text_table t;
-	unsigned int i;
+	unsigned int i, n = 0;
 	int err;
 
 	err = text_table__init(&t, figure_cols, ARRAY_SIZE(figure_cols));
@@ -86,30 +99,36 @@ static int print_types(FILE *out, const struct mem_report *r)
 	if (!err && r->heap_traced)
 		err = add_figures_row(&t, "[heap: libc malloc]", &r->heap);
 	if (!err) {
+		n = text_table__fit(&t, width, types_drop,
+				    ARRAY_SIZE(types_drop), dropped);
 		fprintf(out, "Memory by type%s\n",
 			r->heap_traced ? " (and the libc heap)" : "");
 		err = text_table__print(out, &t);
 	}
+	if (!err)
+		text_table__fit_footer(out, dropped, n, width);
 	text_table__free(&t);
 	return err;
 }
 
 static const struct text_col thread_cols[] = {
-	{ "Thread", TEXT_LEFT, false, 40 },
-	{ "TID", TEXT_RIGHT, false, 0 },
-	{ "Type", TEXT_LEFT, false, 40 },
-	{ "Allocs", TEXT_RIGHT, false, 0 },
-	{ "Bytes", TEXT_RIGHT, false, 0 },
-	{ "Frees", TEXT_RIGHT, false, 0 },
-	{ "Live", TEXT_RIGHT, false, 0 },
-	{ "Live bytes", TEXT_RIGHT, false, 0 },
-	{ "Peak live bytes", TEXT_RIGHT, false, 0 },
+	{ "Thread", TEXT_LEFT, false, 40, 16 },
+	{ "TID", TEXT_RIGHT, false, 0, 0 },
+	{ "Type", TEXT_LEFT, false, 40, 16 },
+	{ "Allocs", TEXT_RIGHT, false, 0, 0 },
+	{ "Bytes", TEXT_RIGHT, false, 0, 0 },
+	{ "Frees", TEXT_RIGHT, false, 0, 0 },
+	{ "Live", TEXT_RIGHT, false, 0, 0 },
+	{ "Live bytes", TEXT_RIGHT, false, 0, 0 },
+	{ "Peak live bytes", TEXT_RIGHT, false, 0, 0 },
 };
 
-static int print_threads(FILE *out, const struct mem_report *r)
+static int print_threads(FILE *out, const struct mem_report *r,
+			 unsigned int width)
 {
+	const char *dropped[ARRAY_SIZE(threads_drop)];
 	struct text_table t;
-	unsigned int i;
+	unsigned int i, n = 0;
 	int err;
 
 	err = text_table__init(&t, thread_cols, ARRAY_SIZE(thread_cols));
@@ -129,20 +148,24 @@ static int print_threads(FILE *out, const struct mem_report *r)
 		err = text_table__add_row(&t, cells);
 	}
 	if (!err) {
+		n = text_table__fit(&t, width, threads_drop,
+				    ARRAY_SIZE(threads_drop), dropped);
 		fputs("\nMemory by allocating thread\n", out);
 		err = text_table__print(out, &t);
 	}
+	if (!err)
+		text_table__fit_footer(out, dropped, n, width);
 	text_table__free(&t);
 	return err;
 }
 
 static const struct text_col site_cols[] = {
-	{ "Stack/site (innermost first)", TEXT_LEFT, false, 100 },
-	{ "Type", TEXT_LEFT, false, 40 },
-	{ "Allocs", TEXT_RIGHT, false, 0 },
-	{ "Bytes", TEXT_RIGHT, false, 0 },
-	{ "Live", TEXT_RIGHT, false, 0 },
-	{ "Live bytes", TEXT_RIGHT, false, 0 },
+	{ "Stack/site (innermost first)", TEXT_LEFT, false, 100, 0 },
+	{ "Type", TEXT_LEFT, false, 40, 0 },
+	{ "Allocs", TEXT_RIGHT, false, 0, 0 },
+	{ "Bytes", TEXT_RIGHT, false, 0, 0 },
+	{ "Live", TEXT_RIGHT, false, 0, 0 },
+	{ "Live bytes", TEXT_RIGHT, false, 0, 0 },
 };
 
 /* The first frames of a site, "a < b < c". */
@@ -328,7 +351,8 @@ static int print_timeline(FILE *out, const struct mem_report *r)
 	return 0;
 }
 
-int mem_report__write_table(FILE *out, const struct mem_report *r)
+int mem_report__write_table(FILE *out, const struct mem_report *r,
+			    unsigned int width)
 {
 	int err;
 
@@ -338,9 +362,9 @@ int mem_report__write_table(FILE *out, const struct mem_report *r)
 	if (!r->ntypes && !r->heap_traced)
 		fputs("No allocation seen (no SP_ALLOC probe fired, and the libc allocator was not traced)\n",
 		      out);
-	else if ((err = print_types(out, r)))
+	else if ((err = print_types(out, r, width)))
 		return err;
-	if (r->per_thread && (err = print_threads(out, r)))
+	if (r->per_thread && (err = print_threads(out, r, width)))
 		return err;
 	if ((err = print_sites(out, r)))
 		return err;
@@ -638,13 +662,13 @@ void mem_report__warn_errors(FILE *err, const struct mem_report *r)
 }
 
 int mem_report__write(FILE *out, const struct mem_report *r,
-		      enum summary_format fmt)
+		      enum summary_format fmt, unsigned int width)
 {
 	int err;
 
 	switch (fmt) {
 	case SUMMARY_TABLE:
-		err = mem_report__write_table(out, r);
+		err = mem_report__write_table(out, r, width);
 		break;
 	case SUMMARY_JSON:
 		err = mem_report__write_json(out, r);

@@ -267,20 +267,6 @@ static unsigned int table__fit(struct text_col *cols, unsigned int width,
 	return n;
 }
 
-static void fit_footer(FILE *out, const char *const *dropped, unsigned int n,
-		       unsigned int width)
-{
-	unsigned int i;
-
-	if (!n)
-		return;
-	fprintf(out, "%u %s left out to fit %u characters:", n,
-		n == 1 ? "column" : "columns", width);
-	for (i = 0; i < n; i++)
-		fprintf(out, "%s %s", i ? "," : "", dropped[i]);
-	fputs(" (--wide shows every column)\n", out);
-}
-
 /* Item is left-aligned and cut at NAME_MAX_WIDTH, figures right-aligned;
  * optional columns hidden when zero for every query. */
 static int table_build(struct text_table *t, const struct summary *s,
@@ -487,7 +473,7 @@ int table__write(FILE *out, const struct summary *s,
 	fprintf(out, "sptrace: %u queries, duration %s\n", s->nrows, dur);
 	/* A stream error shows in text__flush(). */
 	text_table__print(out, &t);
-	fit_footer(out, dropped, ndropped, opts->width);
+	text_table__fit_footer(out, dropped, ndropped, opts->width);
 	hidden_rows_footer(out, s, opts);
 
 	err = table__warn_errors(out, s);

@@ -161,9 +161,15 @@ int text_table__add_row(struct text_table *t, const char *const *cells)
 	}
 	row = &t->cells[(size_t)t->nrows * t->ncols];
 	for (c = 0; c < t->ncols; c++) {
-		if (cell_set(&row[c], cells[c], t->cols[c].max_width)) {
-			while (c--)
+		row[c].raw = NULL;
+		if (cell_set(&row[c], cells[c], t->cols[c].max_width) ||
+		    (t->cols[c].min_width &&
+		     !(row[c].raw = strdup(cells[c] ? cells[c] : "")))) {
+			free(row[c].text);
+			while (c--) {
 				free(row[c].text);
+				free(row[c].raw);
+			}
 			return -ENOMEM;
 		}
 	}
@@ -179,6 +185,101 @@ void text_table__set_hidden(struct text_table *t, unsigned int col,
 {
 	if (col < t->ncols)
 		t->cols[col].hidden = hidden;
+}
+
+/* A column's width as the fit counts it. */
+static unsigned int fit_cells(const struct text_table *t, unsigned int c)
+{
+	unsigned int w = t->width[c], m = t->cols[c].min_width;
+
+	if (m && w > m)
+		w = m > t->titles[c].width ? m : t->titles[c].width;
+	return w;
+}
+
+/* Cuts column c's cells to maxw cells, from what they were given. */
+static int fit_cut(struct text_table *t, unsigned int c, unsigned int maxw)
+{
+	struct text_cell *cell;
+	unsigned int i, w = t->titles[c].width;
+	char *text;
+
+	for (i = 0; i < t->nrows; i++) {
+		cell = &t->cells[(size_t)i * t->ncols + c];
+		if (cell->width > maxw && cell->raw) {
+			text = text_table__display(cell->raw, maxw,
+						   &cell->width);
+			if (!text)
+				return -ENOMEM;
+			free(cell->text);
+			cell->text = text;
+		}
+		if (cell->width > w)
+			w = cell->width;
+	}
+	t->width[c] = w;
+	return 0;
+}
+
+unsigned int text_table__fit(struct text_table *t, unsigned int width,
+			     const unsigned int *drop, unsigned int ndrop,
+			     const char **dropped)
+{
+	unsigned int total = 1, c, i, n = 0, room, want, nwant, share;
+	unsigned int give[64];	/* per cut column: its width after */
+
+	if (!width)
+		return 0;
+	for (c = 0; c < t->ncols; c++)
+		if (!t->cols[c].hidden)
+			total += fit_cells(t, c) + 3;
+	for (i = 0; total > width && i < ndrop; i++) {
+		c = drop[i];
+		if (c >= t->ncols || t->cols[c].hidden)
+			continue;
+		t->cols[c].hidden = true;
+		total -= fit_cells(t, c) + 3;
+		dropped[n++] = t->cols[c].title;
+	}
+	/* What is left, shared evenly between the columns that are cut
+	 * (a column needing less than its share leaves the rest to the
+	 * others). */
+	room = width > total ? width - total : 0;
+	for (c = 0; c < t->ncols && c < 64; c++)
+		give[c] = t->cols[c].hidden || !t->cols[c].min_width ?
+				  0 : fit_cells(t, c);
+	do {
+		for (nwant = 0, c = 0; c < t->ncols && c < 64; c++)
+			nwant += give[c] && give[c] < t->width[c];
+		share = nwant ? room / nwant : 0;
+		for (c = 0; share && c < t->ncols && c < 64; c++) {
+			if (!give[c] || give[c] >= t->width[c])
+				continue;
+			want = t->width[c] - give[c];
+			want = want < share ? want : share;
+			give[c] += want;
+			room -= want;
+		}
+	} while (share);
+	for (c = 0; c < t->ncols && c < 64; c++)
+		if (give[c] && give[c] < t->width[c])
+			/* Out of memory: cells stay whole, the table wider. */
+			fit_cut(t, c, give[c]);
+	return n;
+}
+
+void text_table__fit_footer(FILE *out, const char *const *dropped,
+			    unsigned int n, unsigned int width)
+{
+	unsigned int i;
+
+	if (!n)
+		return;
+	fprintf(out, "%u %s left out to fit %u characters:", n,
+		n == 1 ? "column" : "columns", width);
+	for (i = 0; i < n; i++)
+		fprintf(out, "%s %s", i ? "," : "", dropped[i]);
+	fputs(" (--wide shows every column)\n", out);
 }
 
 static void print_sep(FILE *out, const struct text_table *t)
@@ -230,8 +331,10 @@ void text_table__free(struct text_table *t)
 {
 	size_t i;
 
-	for (i = 0; t->cells && i < (size_t)t->nrows * t->ncols; i++)
+	for (i = 0; t->cells && i < (size_t)t->nrows * t->ncols; i++) {
 		free(t->cells[i].text);
+		free(t->cells[i].raw);
+	}
 	for (i = 0; t->titles && i < t->ncols; i++)
 		free(t->titles[i].text);
 	free(t->cells);

@@ -22,11 +22,15 @@ struct text_col {
 	/* Cells wider than this many terminal cells are cut and end in
 	 * "..."; 0 means no limit. */
 	unsigned int max_width;
+	/* text_table__fit() may cut this column's cells down to this many
+	 * cells (0: it never cuts this column). */
+	unsigned int min_width;
 };
 
 struct text_cell {
 	char *text;		/* display form, owned */
 	unsigned int width;	/* in terminal cells */
+	char *raw;		/* as given, kept where min_width is set */
 };
 
 struct text_table {
@@ -47,6 +51,24 @@ int text_table__init(struct text_table *t, const struct text_col *cols,
 int text_table__add_row(struct text_table *t, const char *const *cells);
 void text_table__set_hidden(struct text_table *t, unsigned int col,
 			    bool hidden);
+/*
+ * Fits the table built so far in `width` terminal characters (0: no limit,
+ * --wide), the rule of every boxed table (docs/formats.md#fitting-120-characters):
+ * each column counts as its widest cell or title plus 3 for its border, a
+ * column with min_width as at most min_width; while that is wider than
+ * `width`, the columns drop[0..ndrop-1] are left out in that order; then
+ * the min_width columns (among the first 64) share what is left evenly,
+ * and their longer cells end in "...". The titles of the columns left out go to
+ * dropped[] (room for ndrop); returns how many.
+ */
+unsigned int text_table__fit(struct text_table *t, unsigned int width,
+			     const unsigned int *drop, unsigned int ndrop,
+			     const char **dropped);
+/* The line under a table that names the columns text_table__fit() left
+ * out ("2 columns left out to fit 120 characters: A, B (--wide shows
+ * every column)"); nothing when n is 0. */
+void text_table__fit_footer(FILE *out, const char *const *dropped,
+			    unsigned int n, unsigned int width);
 /* Separator, title row, separator, rows, separator. Left-aligned cells are
  * padded after, right-aligned ones before, both by display width.
  * 0 or -EIO if the stream is in error. */
