@@ -99,12 +99,24 @@ struct {
 	__type(value, struct sp_spec_name);
 } spec_names SEC(".maps");
 
-/* --query: where a name string is read before it is hashed. */
+/* --query, per CPU: where a name string is read before it is hashed; the
+ * lines this CPU saw at their row cap (in the cache line the string's
+ * first bytes are written to: no other line touched to ask); and a
+ * direct-mapped cache of names known to be in `spec_names` (never deleted
+ * during a session), so a BEGIN of a known name looks nothing up to learn
+ * it is admitted. Both only choose which lookup comes first. */
+#define SPEC_ADMITTED_SLOTS 64
+struct spec_scratch {
+	__u64 full;			/* bit per line: at its cap */
+	struct sp_spec_name buf;	/* the value spec_names keeps */
+	__u64 admitted[SPEC_ADMITTED_SLOTS];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct sp_spec_name);
+	__type(value, struct spec_scratch);
 } spec_scratch SEC(".maps");
 
 /* --query: one stack of open intervals per thread and track. */
@@ -584,16 +596,92 @@ static __always_inline void spec_error(__u32 line, __u32 e)
 		*v += 1;
 }
 
+/*
+ * The libbpf USDT spec of the site that fired, looked up once per event:
+ * bpf_usdt_cookie() and each bpf_usdt_arg() would each read the attach
+ * cookie and look the spec up again.
+ */
+static __always_inline struct __bpf_usdt_spec *spec_usdt(struct pt_regs *ctx)
+{
+	int id = __bpf_usdt_spec_id(ctx);
+
+	if (id < 0)
+		return NULL;
+	return bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
+}
+
+/* A pt_regs field at a libbpf reg_off, loaded directly for the registers
+ * USDT arguments use (bpf_usdt_arg() calls bpf_probe_read_kernel() for
+ * each: the verifier refuses a ctx load at a variable offset). */
+static __always_inline int spec_reg(struct pt_regs *ctx, short off,
+				    unsigned long *v)
+{
+#define SP_REG_CASE(r)                                                         	case __builtin_offsetof(struct pt_regs, r):                            		*v = SP_CTX_REG(ctx, r);                                       		return 0
+	switch (off) {
+	SP_REG_CASE(rax); SP_REG_CASE(rbx); SP_REG_CASE(rcx);
+	SP_REG_CASE(rdx); SP_REG_CASE(rsi); SP_REG_CASE(rdi);
+	SP_REG_CASE(rbp); SP_REG_CASE(rsp); SP_REG_CASE(r8);
+	SP_REG_CASE(r9); SP_REG_CASE(r10); SP_REG_CASE(r11);
+	SP_REG_CASE(r12); SP_REG_CASE(r13); SP_REG_CASE(r14);
+	SP_REG_CASE(r15);
+	}
+#undef SP_REG_CASE
+	return bpf_probe_read_kernel(v, sizeof(*v), (void *)ctx + off);
+}
+
+/* bpf_usdt_arg() of the spec in hand: the same decoding. */
+static __always_inline int spec_arg(struct pt_regs *ctx,
+				    const struct __bpf_usdt_spec *u,
+				    __u32 n, long *res)
+{
+	const struct __bpf_usdt_arg_spec *a;
+	unsigned long val = 0;
+	int err;
+
+	*res = 0;
+	if (n >= BPF_USDT_MAX_ARG_CNT || n >= (__u32)u->arg_cnt)
+		return -ENOENT;
+	a = &u->args[n];
+	switch (a->arg_type) {
+	case BPF_USDT_ARG_CONST:
+		val = a->val_off;
+		break;
+	case BPF_USDT_ARG_REG:
+		err = spec_reg(ctx, a->reg_off, &val);
+		if (err)
+			return err;
+		break;
+	case BPF_USDT_ARG_REG_DEREF:
+		err = spec_reg(ctx, a->reg_off, &val);
+		if (!err)
+			err = bpf_probe_read_user(&val, sizeof(val),
+						  (void *)val + a->val_off);
+		if (err)
+			return err;
+		break;
+	default:
+		return -EINVAL;
+	}
+	val <<= a->arg_bitshift;
+	if (a->arg_signed)
+		val = ((long)val) >> a->arg_bitshift;
+	else
+		val = val >> a->arg_bitshift;
+	*res = val;
+	return 0;
+}
+
 /* An if= or hit= condition on an integer argument; an argument that
  * cannot be read makes it false. */
-static __always_inline bool spec_cond(struct pt_regs *ctx, __u32 arg,
-				      __u32 op, __s64 val)
+static __always_inline bool spec_cond(struct pt_regs *ctx,
+				      const struct __bpf_usdt_spec *u,
+				      __u32 arg, __u32 op, __s64 val)
 {
 	long v = 0;
 
 	if (op == SP_OP_NONE)
 		return true;
-	if (bpf_usdt_arg(ctx, arg, &v))
+	if (spec_arg(ctx, u, arg, &v))
 		return false;
 	switch (op) {
 	case SP_OP_EQ: return v == val;
@@ -649,8 +737,9 @@ static long norm_byte(__u32 i, void *data)
  * the row keeps the raw string once. An unreadable string is named
  * "<unreadable>".
  */
-static __always_inline __u64 spec_str_value(struct pt_regs *ctx, __u32 line,
-					     __u32 arg, __u32 norm,
+static __always_inline __u64 spec_str_value(struct pt_regs *ctx,
+					     const struct __bpf_usdt_spec *u,
+					     __u32 line, __u32 arg, __u32 norm,
 					     struct sp_spec_name *buf)
 {
 	struct norm_pass p = { .buf = buf, .mode = norm, .h = SP_FNV_OFFSET };
@@ -658,7 +747,7 @@ static __always_inline __u64 spec_str_value(struct pt_regs *ctx, __u32 line,
 	__u32 i;
 
 	p.len = -1;
-	if (!bpf_usdt_arg(ctx, arg, &ptr) && ptr)
+	if (!spec_arg(ctx, u, arg, &ptr) && ptr)
 		p.len = bpf_probe_read_user_str(buf->str, sizeof(buf->str),
 						(const void *)ptr);
 	if (p.len <= 0) {
@@ -698,7 +787,9 @@ static __always_inline __u64 spec_str_value(struct pt_regs *ctx, __u32 line,
  * or a string hashed into buf). Whether the value is admitted is
  * spec_admit()'s question, asked only when no row has it yet.
  */
-static __always_inline __u64 spec_name(struct pt_regs *ctx, __u32 line,
+static __always_inline __u64 spec_name(struct pt_regs *ctx,
+				       const struct __bpf_usdt_spec *u,
+				       __u32 line,
 				       const volatile struct sp_spec_line *l,
 				       struct sp_spec_name *buf)
 {
@@ -707,14 +798,14 @@ static __always_inline __u64 spec_name(struct pt_regs *ctx, __u32 line,
 	if (l->name_type == SP_SPEC_NAME_FIXED)
 		return SP_SPEC_NAME(line, 0, 0);
 	if (l->name_type == SP_SPEC_NAME_INT) {
-		if (bpf_usdt_arg(ctx, l->name_arg, &v)) {
+		if (spec_arg(ctx, u, l->name_arg, &v)) {
 			spec_error(line, SP_SPEC_ERR_NAME_READ);
 			return SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0);
 		}
 		buf->str[0] = 0;
 		return SP_SPEC_NAME(line, 0, (__u64)v);
 	}
-	return SP_SPEC_NAME(line, 0, spec_str_value(ctx, line, l->name_arg,
+	return SP_SPEC_NAME(line, 0, spec_str_value(ctx, u, line, l->name_arg,
 						   l->normalize, buf));
 }
 
@@ -726,21 +817,27 @@ static __always_inline __u64 spec_name(struct pt_regs *ctx, __u32 line,
  */
 static __always_inline __u64 spec_admit(__u32 line,
 					const volatile struct sp_spec_line *l,
-					__u64 name, struct sp_spec_name *buf)
+					__u64 name, struct spec_scratch *sc)
 {
-	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows;
+	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows, *slot;
 	long err;
 
 	if (SP_SPEC_NAME_OUTCOME(name) || l->name_type == SP_SPEC_NAME_FIXED)
 		return name;
-	if (bpf_map_lookup_elem(&spec_names, &name))
+	slot = &sc->admitted[(name ^ (name >> 29)) & (SPEC_ADMITTED_SLOTS - 1)];
+	if (*slot == name)
 		return name;
+	if (bpf_map_lookup_elem(&spec_names, &name)) {
+		*slot = name;
+		return name;
+	}
 	rows = bpf_map_lookup_elem(&spec_rows, &line);
 	if (rows && l->max_rows && *rows >= l->max_rows) {
+		sc->full |= 1ull << (line & (SP_SPEC_MAX_LINES - 1));
 		spec_error(line, SP_SPEC_ERR_OTHER);
 		return other;
 	}
-	err = bpf_map_update_elem(&spec_names, &name, buf, BPF_NOEXIST);
+	err = bpf_map_update_elem(&spec_names, &name, &sc->buf, BPF_NOEXIST);
 	if (!err && rows)
 		__sync_fetch_and_add(rows, 1);
 	else if (err && err != -EEXIST) {
@@ -748,7 +845,16 @@ static __always_inline __u64 spec_admit(__u32 line,
 		count_error(SP_ERR_NAMES_FULL, 1);
 		return other;
 	}
+	*slot = name;
 	return name;
+}
+
+/* Did this CPU see the line at its cap? Then a value without a row in
+ * this process is more likely one of "<other>" than one admitted. */
+static __always_inline bool spec_line_full(__u32 line,
+					   const struct spec_scratch *sc)
+{
+	return sc->full & (1ull << (line & (SP_SPEC_MAX_LINES - 1)));
 }
 
 /* The record event of a spec probe's BEGIN or END. */
@@ -785,40 +891,76 @@ spec_stack(__u32 tid, __u32 track, bool create)
 	return bpf_map_lookup_elem(&spec_stacks, &key);
 }
 
+/*
+ * What each spec program does first: is this event counted (armed, the
+ * process followed), and which line and END fired. One read of the
+ * thread id and one of the USDT spec serve the whole event.
+ */
+struct spec_ev {
+	const struct __bpf_usdt_spec *u;
+	const volatile struct sp_spec_line *l;
+	__u64 id;
+	__u32 line;
+	__u32 end;
+};
+
+static __always_inline bool spec_event_start(struct pt_regs *ctx,
+					     struct spec_ev *e)
+{
+	__u64 cookie;
+
+	if (!armed)
+		return false;
+	e->id = bpf_get_current_pid_tgid();
+	if (!traced_tgid(e->id >> 32))
+		return false;
+	e->u = spec_usdt(ctx);
+	if (!e->u)
+		return false;
+	cookie = e->u->usdt_cookie;
+	e->line = SP_SPEC_COOKIE_LINE(cookie) & (SP_SPEC_MAX_LINES - 1);
+	e->end = SP_SPEC_COOKIE_END(cookie);
+	e->l = &spec_lines[e->line];
+	return true;
+}
+
 SEC("usdt")
 int sp_spec_begin(struct pt_regs *ctx)
 {
-	__u32 line = SP_SPEC_COOKIE_LINE(bpf_usdt_cookie(ctx)) &
-		     (SP_SPEC_MAX_LINES - 1);
-	const volatile struct sp_spec_line *l = &spec_lines[line];
+	const volatile struct sp_spec_line *l;
 	struct sp_thread_stack *st;
-	struct sp_spec_name *buf;
-	__u32 kind = l->kind, d, zero = 0;
-	__u64 id, now, name;
+	struct spec_scratch *sc;
+	struct spec_ev e;
+	__u32 kind, d, zero = 0;
+	__u64 now, name;
 
-	if (!counting() || !spec_cond(ctx, l->if_arg, l->if_op, l->if_val))
+	if (!spec_event_start(ctx, &e))
 		return 0;
-	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
-	if (!buf)
+	l = e.l;
+	kind = l->kind;
+	if (!spec_cond(ctx, e.u, l->if_arg, l->if_op, l->if_val))
+		return 0;
+	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!sc)
 		return 0;
 	/* The row is made at END, without the string: admit it now. */
-	name = spec_admit(line, l, spec_name(ctx, line, l, buf), buf);
-	id = bpf_get_current_pid_tgid();
+	name = spec_admit(e.line, l, spec_name(ctx, e.u, e.line, l, &sc->buf),
+			  sc);
 	now = bpf_ktime_get_ns();
 	/* arg1: the track + 1, arg2: the line + 1, so a replay closes the
 	 * same frame of the same stack as this program does. */
-	emit(spec_event(kind, true), id, now, name, l->track + 1, line + 1);
-	st = spec_stack((__u32)id, l->track, true);
+	emit(spec_event(kind, true), e.id, now, name, l->track + 1, e.line + 1);
+	st = spec_stack((__u32)e.id, l->track, true);
 	if (!st)
 		return 0;
 	if (sp_stack_push(st, name, kind, now)) {
-		spec_error(line, SP_SPEC_ERR_STACK_OVERFLOW);
+		spec_error(e.line, SP_SPEC_ERR_STACK_OVERFLOW);
 		count_error(SP_ERR_STACK_OVERFLOW, 1);
 		return 0;
 	}
 	d = st->depth;
 	if (d > 0 && d <= SP_MAX_DEPTH)
-		st->frames[(d - 1) & (SP_MAX_DEPTH - 1)].tag = line + 1;
+		st->frames[(d - 1) & (SP_MAX_DEPTH - 1)].tag = e.line + 1;
 	return 0;
 }
 
@@ -829,19 +971,21 @@ int sp_spec_begin(struct pt_regs *ctx)
 SEC("usdt")
 int sp_spec_end(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_usdt_cookie(ctx);
-	__u32 line = SP_SPEC_COOKIE_LINE(cookie) & (SP_SPEC_MAX_LINES - 1);
-	__u32 end = SP_SPEC_COOKIE_END(cookie);
-	const volatile struct sp_spec_line *l = &spec_lines[line];
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	const volatile struct sp_spec_line *l;
 	struct sp_thread_stack *st;
 	struct sp_query_stats *row;
 	struct sp_closed c = {};
 	int r = SP_POP_UNMATCHED;
+	struct spec_ev e;
+	__u32 line;
+	__u64 now;
 
-	if (!counting())
+	if (!spec_event_start(ctx, &e))
 		return 0;
-	st = spec_stack((__u32)id, l->track, false);
+	now = bpf_ktime_get_ns();
+	l = e.l;
+	line = e.line;
+	st = spec_stack((__u32)e.id, l->track, false);
 	if (st)
 		r = sp_stack_pop_tag(st, line + 1, now, &c);
 	if (r == SP_POP_OVERFLOWED)
@@ -857,22 +1001,22 @@ int sp_spec_end(struct pt_regs *ctx)
 		spec_error(line, SP_SPEC_ERR_END_MISMATCH);
 		count_error(SP_ERR_END_MISMATCH, c.discarded);
 	}
-	emit(spec_event(c.kind, false), id, now, c.name, l->track + 1,
+	emit(spec_event(c.kind, false), e.id, now, c.name, l->track + 1,
 	     line + 1);
-	row = add_closed(id >> 32, &c);
+	row = add_closed(e.id >> 32, &c);
 	/* Each count below is also a CACHE_HIT event, for the replay. */
 	if (row && l->hit_op &&
-	    spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val)) {
+	    spec_cond(ctx, e.u, l->hit_arg, l->hit_op, l->hit_val)) {
 		row->cache_hits++;
-		emit(SP_EV_CACHE_HIT, id, now, c.name, 0, 0);
+		emit(SP_EV_CACHE_HIT, e.id, now, c.name, 0, 0);
 	}
-	if ((l->flags & SP_SPEC_F_OUTCOMES) && end &&
-	    end < SP_SPEC_OUTCOME_OTHER) {
-		row = query_row(id >> 32, SP_SPEC_NAME(line, end, 0));
+	if ((l->flags & SP_SPEC_F_OUTCOMES) && e.end &&
+	    e.end < SP_SPEC_OUTCOME_OTHER) {
+		row = query_row(e.id >> 32, SP_SPEC_NAME(line, e.end, 0));
 		if (row) {
 			row->cache_hits++;
-			emit(SP_EV_CACHE_HIT, id, now,
-			     SP_SPEC_NAME(line, end, 0), 0, 0);
+			emit(SP_EV_CACHE_HIT, e.id, now,
+			     SP_SPEC_NAME(line, e.end, 0), 0, 0);
 		}
 	}
 	return 0;
@@ -883,34 +1027,38 @@ int sp_spec_end(struct pt_regs *ctx)
 SEC("usdt")
 int sp_spec_cache(struct pt_regs *ctx)
 {
-	__u32 line = SP_SPEC_COOKIE_LINE(bpf_usdt_cookie(ctx)) &
-		     (SP_SPEC_MAX_LINES - 1);
-	const volatile struct sp_spec_line *l = &spec_lines[line];
-	__u64 id = bpf_get_current_pid_tgid(), name;
-	struct sp_query_key key = { .tgid = id >> 32 };
-	struct sp_query_stats *row;
-	struct sp_spec_name *buf;
+	const volatile struct sp_spec_line *l;
+	struct sp_query_key key = {};
+	struct sp_query_stats *row = NULL;
+	struct spec_scratch *sc;
+	struct spec_ev e;
 	__u32 zero = 0;
 	bool hit;
 
-	if (!counting() || !spec_cond(ctx, l->if_arg, l->if_op, l->if_val))
+	if (!spec_event_start(ctx, &e))
 		return 0;
-	buf = bpf_map_lookup_elem(&spec_scratch, &zero);
-	if (!buf)
+	l = e.l;
+	if (!spec_cond(ctx, e.u, l->if_arg, l->if_op, l->if_val))
 		return 0;
-	key.name = spec_name(ctx, line, l, buf);
-	/* A row of this process has the value: admitted long ago. */
-	row = bpf_map_lookup_elem(&queries, &key);
+	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!sc)
+		return 0;
+	key.tgid = e.id >> 32;
+	key.name = spec_name(ctx, e.u, e.line, l, &sc->buf);
+	/* A row of this process has the value: admitted long ago. Once the
+	 * line is full, most values are not, and admission says so with one
+	 * lookup less (rows are per process: a miss here proves nothing). */
+	if (!spec_line_full(e.line, sc))
+		row = bpf_map_lookup_elem(&queries, &key);
 	if (!row) {
-		key.name = spec_admit(line, l, key.name, buf);
+		key.name = spec_admit(e.line, l, key.name, sc);
 		row = query_row(key.tgid, key.name);
 		if (!row)
 			return 0;
 	}
-	name = key.name;
-	hit = spec_cond(ctx, l->hit_arg, l->hit_op, l->hit_val);
+	hit = spec_cond(ctx, e.u, l->hit_arg, l->hit_op, l->hit_val);
 	if (hit && record)	/* no clock read when not recording */
-		emit(SP_EV_CACHE_HIT, id, bpf_ktime_get_ns(), name, 0, 0);
+		emit(SP_EV_CACHE_HIT, e.id, bpf_ktime_get_ns(), key.name, 0, 0);
 	if (l->hit_op != SP_OP_NONE)
 		row->count++;
 	if (hit)
