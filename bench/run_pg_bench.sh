@@ -2,26 +2,40 @@
 # SPDX-License-Identifier: MIT
 #
 # run_pg_bench.sh BUILD_DIR: what tracing PostgreSQL 15's own (1-byte nop)
-# probes costs, sptrace --query vs bpftrace doing the same counting, in one
-# run on one throw-away cluster. Needs root, PostgreSQL 15 (Debian's
-# postgresql-15: /usr/lib/postgresql/15/bin) and bpftrace. Not a test; about
-# 2 minutes. Prints ratios (timings on a shared machine are noisy; compare
-# rows of one run, not runs).
+# probes costs, sptrace --query vs bpftrace doing the same work, on one
+# throw-away cluster this script builds (private socket, removed whatever
+# happens). Needs root, PostgreSQL 15 (Debian's postgresql-15:
+# /usr/lib/postgresql/15/bin), bpftrace and bpftool. Not a test; about
+# 6 minutes with the defaults. Prints ratios measured in this one run.
 #
-# For each run: pgbench TPS (-c 4 -j 2, T seconds) as a ratio of the
-# untraced run of the same workload, and the BPF programs' own time per
-# event (BPF run-time statistics on, bpftool prog show: run_time_ns /
-# run_cnt summed over the tool's programs), for the same work by both tools:
-#   count: statements counted by their raw text (query__start)
-#   pair:  statements timed, query__start..query__done, by raw text
-# on three workloads: ten fixed statements (few names: what normalized text
-# gives), select-only with a random key (a distinct text per statement:
-# both tools keep 4096 names), and, for sptrace alone, the shipped spec.
-# The BPF time per event is measured with both tools attached at once (the
-# same events, the same cache state; twice); TPS with each tool alone (one
-# run each: on a shared machine, compare TPS only as a rough guide).
+# The same work for both tools:
+#   count: statements counted by their text (query__start):
+#          sptrace kind=cache name=arg0, bpftrace @c[str(arg0)] = count()
+#   pair:  statements timed, query__start..query__done, by their text, with
+#          count, total time and a latency histogram (sptrace also keeps
+#          self time, min and max in the same row)
+# on two workloads: ten fixed statements (-f: few names, as normalized text
+# gives) and select-only (-S: a distinct text per statement; both tools
+# keep 4096 names: bpftrace's default map size, sptrace max-rows=4096).
+# Every statement text is shorter than bpftrace's 64-byte str(), so both
+# read the same bytes.
 #
-# Environment: T (seconds per pgbench run, default 8), CLIENTS (default 4).
+# 1. BPF time per event (BPF run-time statistics on; bpftool prog show:
+#    run_time_ns / run_cnt summed over each tool's programs), both tools
+#    attached to the same probes at once, so both see the same events. The
+#    program that runs first takes the cache misses of the event (the
+#    registers, the string): ROUNDS rounds each attach both orders, and the
+#    row prints the median of the 2 x ROUNDS figures and of their ratios,
+#    with the ratios' range.
+# 2. select-only TPS, untraced / sptrace / bpftrace, each tool alone:
+#    RUNS rounds, each running every configuration once in turn (A B C A B
+#    C ...), so the machine's drift hits all alike; the median TPS of each,
+#    its ratio to the untraced median, and the spread (min..max as a share
+#    of the median). A difference between the tools smaller than the
+#    spreads is noise, and is said so.
+#
+# Environment: T (seconds per pgbench run, default 5), CLIENTS (default 4),
+# ROUNDS (default 2), RUNS (default 5), PARTS ("bpf tps", default both).
 set -euo pipefail
 
 prog=${0##*/}
@@ -44,16 +58,20 @@ command -v bpftrace >/dev/null || die "bpftrace not found (apt-get install bpftr
 command -v bpftool >/dev/null || die "bpftool not found (apt-get install bpftool)"
 id postgres >/dev/null 2>&1 || die "no 'postgres' user to run the cluster as"
 
-T=${T:-8}
+T=${T:-5}
 CLIENTS=${CLIENTS:-4}
+ROUNDS=${ROUNDS:-2}
+RUNS=${RUNS:-5}
+PARTS=${PARTS:-bpf tps}
 
 # ---- a throw-away cluster, removed whatever happens ----------------------
 dir=$(mktemp -d /tmp/sptrace-pgbench.XXXXXX)
 tracer_pid=
 stats_pid=
 cleanup() {
-	# shellcheck disable=SC2086
-	[ -n "$tracer_pid" ] && kill -KILL $tracer_pid 2>/dev/null || true
+	# Every tracer started, also from subshells ($dir/pids).
+	# shellcheck disable=SC2046
+	[ -f "$dir/pids" ] && kill -KILL $(cat "$dir/pids") 2>/dev/null || true
 	[ -n "$stats_pid" ] && kill "$stats_pid" 2>/dev/null || true
 	if [ -f "$dir/data/postmaster.pid" ]; then
 		runuser -u postgres -- "$pgbin/pg_ctl" -D "$dir/data" -m immediate \
@@ -89,18 +107,6 @@ chmod 644 "$dir/fixed.sql"
 # (bpftool here cannot tell which process holds a program).
 last_id() { bpftool prog show -j | python3 -c 'import json, sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))'; }
 
-# start_tracer CMD...: starts a tracer, waits until its probes are attached.
-start_tracer() {
-	first_id=$(last_id)
-	"$@" >"$dir/tracer.out" 2>&1 &
-	tracer_pid=$!
-	for _ in $(seq 200); do
-		grep -q -e 'tracing' -e 'Attaching' "$dir/tracer.out" && { sleep 1; return; }
-		kill -0 "$tracer_pid" 2>/dev/null || { cat "$dir/tracer.out" >&2; die "tracer '$*' exited"; }
-		sleep 0.1
-	done
-	die "tracer '$*' did not attach"
-}
 # gone PID TENTHS: waits up to TENTHS x 0.1 s for PID to end; true if it did.
 gone() {
 	local i
@@ -121,24 +127,6 @@ stop() {
 		wait "$p" 2>/dev/null || true
 	done
 }
-stop_tracer() {
-	stop "$tracer_pid"
-	tracer_pid=
-}
-
-# Per-event BPF time of the programs the last tracer loaded: sum(run_time_ns)
-# / sum(run_cnt) over those whose name matches $1 (sptrace: sp_spec_*,
-# bpftrace: programs named after the probes, query__*).
-bpf_ns() {
-	bpftool prog show -j | python3 -c '
-import json, re, sys
-pat, first = re.compile(sys.argv[1]), int(sys.argv[2])
-t = c = 0
-for p in json.load(sys.stdin):
-    if p["id"] > first and pat.search(p.get("name", "")) and p.get("run_cnt"):
-        t += p["run_time_ns"]; c += p["run_cnt"]
-print("%.0f" % (t / c if c else float("nan")))' "$1" "$first_id"
-}
 
 # BPF run-time statistics on while this script runs, through a held
 # BPF_ENABLE_STATS descriptor: the kernel.bpf_stats_enabled sysctl is one
@@ -152,97 +140,176 @@ if libc.syscall(321, 32, attr, 128) < 0:     # bpf(BPF_ENABLE_STATS, RUN_TIME)
 signal.pause()' &
 stats_pid=$!
 
-row() {	# row LABEL TPS NS
-	printf '%-52s %9.0f %6.2f %10s\n' "$1" "$2" \
-		"$(awk -v a="$2" -v b="$base" 'BEGIN { print a / b }')" "$3"
-}
-
-# measure LABEL TOOL SPEC PGBENCH-ARGS...: one traced pgbench run.
-measure() {
-	local label=$1 tool=$2 spec=$3 t ns
-	shift 3
-	if [ "$tool" = sptrace ]; then
-		start_tracer "$sptrace" -b "$postgres" $spec
-	else
-		start_tracer bpftrace -e "$spec"
-	fi
-	t=$(tps "$@")
-	ns=$(bpf_ns "$([ "$tool" = sptrace ] && echo '^sp_spec_' || echo '^query__')")
-	stop_tracer
-	row "$label" "$t" "$ns"
-}
-
 P="usdt:$postgres:postgresql"
 bt_count="$P:query__start { @c[str(arg0)] = count(); }"
 # The pair as sptrace does it: count, total time and the latency histogram
 # per name (sptrace also keeps self time, min and max in the same row).
 bt_pair="$P:query__start { @s[tid] = nsecs; @q[tid] = arg0; }
 $P:query__done /@s[tid]/ { \$n = str(@q[tid]); \$d = nsecs - @s[tid]; @t[\$n] = sum(\$d); @c[\$n] = count(); @h[\$n] = hist(\$d); delete(@s[tid]); delete(@q[tid]); }"
-sp_count="--query postgresql:query__start,name=arg0,kind=cache"
-sp_pair="--query postgresql:query__start,postgresql:query__done,name=arg0"
+sp_count="--query postgresql:query__start,name=arg0,kind=cache,max-rows=4096"
+sp_pair="--query postgresql:query__start,postgresql:query__done,name=arg0,max-rows=4096"
 
-# ab LABEL SPTRACE-ARGS BPFTRACE-PROG PGBENCH-ARGS...: both tools attached
-# at once to the same probes, so each BPF program sees the same events in
-# the same cache state; prints each tool's BPF ns per event.
-ab() {
-	local label=$1 sargs=$2 bprog=$3 first sp bt
-	shift 3
-	first=$(last_id)
-	"$sptrace" -b "$postgres" $sargs >"$dir/ab.sp" 2>&1 &
-	sp=$!
-	bpftrace -e "$bprog" >"$dir/ab.bt" 2>&1 &
-	bt=$!
-	tracer_pid="$sp $bt"
-	for _ in $(seq 200); do
-		grep -q tracing "$dir/ab.sp" && grep -q Attaching "$dir/ab.bt" && break
+# start TOOL ARGS OUT: starts sptrace (-b postgres ARGS) or bpftrace (-e
+# ARGS), output to OUT; waits until its probes are attached; sets $started.
+start() {
+	local tool=$1 args=$2 out=$3 word
+	if [ "$tool" = sptrace ]; then
+		# shellcheck disable=SC2086
+		"$sptrace" -b "$postgres" $args >"$out" 2>&1 &
+		word=tracing
+	else
+		bpftrace -e "$args" >"$out" 2>&1 &
+		word=Attaching
+	fi
+	started=$!
+	echo "$started" >>"$dir/pids"
+	tracer_pid="$tracer_pid $started"
+	for _ in $(seq 300); do
+		grep -q "$word" "$out" && { sleep 1; return; }
+		kill -0 "$started" 2>/dev/null || { cat "$out" >&2; die "$tool $args: exited"; }
 		sleep 0.1
 	done
-	sleep 1
-	tps "$@" >/dev/null
+	die "$tool $args: did not attach"
+}
+
+# ns_per_event FIRST-ID: "sptrace-ns bpftrace-ns" of the programs loaded
+# after FIRST-ID (sptrace: sp_spec_*, bpftrace: query__*).
+ns_per_event() {
 	bpftool prog show -j | python3 -c '
 import json, sys
-first, t = int(sys.argv[1]), {}
+first, t = int(sys.argv[1]), {"sp": [0, 0], "bt": [0, 0]}
 for p in json.load(sys.stdin):
     n = p.get("name", "")
     if p["id"] > first and p.get("run_cnt") and (n.startswith("sp_spec_") or n.startswith("query__")):
-        a = t.setdefault("sptrace" if n.startswith("sp_") else "bpftrace", [0, 0])
+        a = t["sp" if n.startswith("sp_") else "bt"]
         a[0] += p["run_time_ns"]; a[1] += p["run_cnt"]
-ns = {k: v[0] / v[1] for k, v in t.items()}
-print("%-52s %9.0f %9.0f %6.2f" % (sys.argv[2], ns.get("sptrace", float("nan")),
-      ns.get("bpftrace", float("nan")), ns.get("sptrace", float("nan")) / ns.get("bpftrace", float("nan"))))' "$first" "$label"
-	stop "$sp" "$bt"
-	tracer_pid=
+print(" ".join("%.1f" % (a[0] / a[1]) if a[1] else "nan" for a in (t["sp"], t["bt"])))' "$1"
 }
 
-printf '%-52s %9s %9s %6s\n' "BPF ns per event, both attached at once" sptrace bpftrace ratio
-for round in 1 2; do
-	ab "fixed text, count (round $round)" "$sp_count" "$bt_count" -f "$dir/fixed.sql"
-	ab "fixed text, pair + histogram (round $round)" "$sp_pair" "$bt_pair" -f "$dir/fixed.sql"
-	ab "distinct text, count, 4096 names (round $round)" "$sp_count,max-rows=4096" "$bt_count" -S
-	ab "distinct text, pair, 4096 names (round $round)" "$sp_pair,max-rows=4096" "$bt_pair" -S
-done
-echo
+# ab ORDER SPTRACE-ARGS BPFTRACE-PROG PGBENCH-ARGS...: both tools attached
+# at once (ORDER: sb = sptrace first, bs = bpftrace first); prints
+# "sptrace-ns bpftrace-ns".
+ab() {
+	local order=$1 sargs=$2 bprog=$3 first pids
+	shift 3
+	first=$(last_id)
+	tracer_pid=
+	if [ "$order" = sb ]; then
+		start sptrace "$sargs" "$dir/ab.sp"
+		start bpftrace "$bprog" "$dir/ab.bt"
+	else
+		start bpftrace "$bprog" "$dir/ab.bt"
+		start sptrace "$sargs" "$dir/ab.sp"
+	fi
+	tps "$@" >/dev/null
+	ns_per_event "$first"
+	pids=$tracer_pid
+	tracer_pid=
+	# shellcheck disable=SC2086
+	stop $pids
+	: >"$dir/pids"
+}
 
-printf '%-52s %9s %6s %10s\n' "pgbench -c $CLIENTS -j 2 -T $T" tps ratio "BPF ns/ev"
-base=$(tps -f "$dir/fixed.sql")
-row "fixed text (10 statements), untraced" "$base" "-"
-measure "fixed text, count, sptrace" sptrace "$sp_count" -f "$dir/fixed.sql"
-measure "fixed text, count, bpftrace" bpftrace "$bt_count" -f "$dir/fixed.sql"
-measure "fixed text, pair, sptrace" sptrace "$sp_pair" -f "$dir/fixed.sql"
-measure "fixed text, pair, bpftrace" bpftrace "$bt_pair" -f "$dir/fixed.sql"
-base=$(tps -S)
-row "select-only (distinct text), untraced" "$base" "-"
-# bpftrace keeps 4096 keys by default (BPFTRACE_MAP_KEYS_MAX) and drops the
-# rest; sptrace keeps as many rows (max-rows=4096) and counts the rest in
-# "<other>".
-measure "distinct text, count, sptrace max-rows=4096" sptrace "$sp_count,max-rows=4096" -S
-measure "distinct text, count, bpftrace (4096 keys)" bpftrace "$bt_count" -S
-measure "distinct text, pair, sptrace max-rows=4096" sptrace "$sp_pair,max-rows=4096" -S
-measure "distinct text, pair, bpftrace (4096 keys)" bpftrace "$bt_pair" -S
-measure "distinct text, count, sptrace normalize=sql" sptrace "$sp_count,normalize=sql" -S
-measure "select-only, sptrace postgresql15.spec" sptrace \
-	"--query-file $src/examples/specs/postgresql15.spec" -S
-base=$(tps)
-row "tpcb-like, untraced" "$base" "-"
-measure "tpcb-like, sptrace postgresql15.spec" sptrace \
-	"--query-file $src/examples/specs/postgresql15.spec"
+# alone SPTRACE-ARGS PGBENCH-ARGS...: sptrace alone; prints its ns/event.
+alone() {
+	local sargs=$1 first pids
+	shift
+	first=$(last_id)
+	tracer_pid=
+	start sptrace "$sargs" "$dir/ab.sp"
+	tps "$@" >/dev/null
+	ns_per_event "$first" | cut -d' ' -f1
+	pids=$tracer_pid
+	tracer_pid=
+	# shellcheck disable=SC2086
+	stop $pids
+	: >"$dir/pids"
+}
+
+# bpf_row LABEL SPTRACE-ARGS BPFTRACE-PROG PGBENCH-ARGS...
+bpf_row() {
+	local label=$1 sargs=$2 bprog=$3 r o
+	shift 3
+	for r in $(seq "$ROUNDS"); do
+		for o in sb bs; do
+			ab "$o" "$sargs" "$bprog" "$@"
+		done
+	done | python3 -c '
+import statistics as st, sys
+rows = [tuple(map(float, l.split())) for l in sys.stdin if l.strip()]
+sp = [r[0] for r in rows]; bt = [r[1] for r in rows]
+q = [a / b for a, b in rows]
+print("%-44s %8.0f %8.0f %6.2f  %4.2f..%4.2f  (%s)" % (sys.argv[1], st.median(sp),
+      st.median(bt), st.median(q), min(q), max(q),
+      " ".join("%.0f/%.0f" % r for r in rows)))' "$label"
+}
+
+if [[ " $PARTS " == *" bpf "* ]]; then
+	echo "BPF ns per event, both tools attached at once; $ROUNDS rounds x both attach orders"
+	printf '%-44s %8s %8s %6s  %10s  %s\n' "" sptrace bpftrace ratio range "(each run: sptrace/bpftrace)"
+	bpf_row "fixed text, count" "$sp_count" "$bt_count" -f "$dir/fixed.sql"
+	bpf_row "fixed text, pair + histogram" "$sp_pair" "$bt_pair" -f "$dir/fixed.sql"
+	bpf_row "select-only (distinct text), count" "$sp_count" "$bt_count" -S
+	bpf_row "select-only (distinct text), pair + histogram" "$sp_pair" "$bt_pair" -S
+	echo "sptrace alone, BPF ns per event (one run each):"
+	printf '  %-42s %8s\n' "select-only, count, normalize=sql" \
+		"$(alone "--query postgresql:query__start,name=arg0,kind=cache,normalize=sql" -S)"
+	printf '  %-42s %8s\n' "select-only, shipped postgresql15.spec" \
+		"$(alone "--query-file $src/examples/specs/postgresql15.spec" -S)"
+	printf '  %-42s %8s\n' "tpcb-like, shipped postgresql15.spec" \
+		"$(alone "--query-file $src/examples/specs/postgresql15.spec")"
+	echo
+fi
+
+# tps_run CONFIG: one select-only pgbench run under CONFIG; prints its TPS.
+tps_run() {
+	local pids t
+	tracer_pid=
+	case $1 in
+	untraced) ;;
+	sptrace-count) start sptrace "$sp_count" "$dir/t.out" ;;
+	bpftrace-count) start bpftrace "$bt_count" "$dir/t.out" ;;
+	sptrace-pair) start sptrace "$sp_pair" "$dir/t.out" ;;
+	bpftrace-pair) start bpftrace "$bt_pair" "$dir/t.out" ;;
+	esac
+	t=$(tps -S)
+	pids=$tracer_pid
+	tracer_pid=
+	# shellcheck disable=SC2086
+	[ -z "$pids" ] || stop $pids
+	: >"$dir/pids"
+	echo "$t"
+}
+
+if [[ " $PARTS " == *" tps "* ]]; then
+	configs="untraced sptrace-count bpftrace-count sptrace-pair bpftrace-pair"
+	for r in $(seq "$RUNS"); do
+		for c in $configs; do
+			echo "$c $(tps_run "$c")"
+		done
+	done >"$dir/tps"
+	echo "select-only pgbench -S -c $CLIENTS -j 2 -T $T, $RUNS interleaved rounds of: $configs"
+	python3 - "$dir/tps" <<'PY'
+import statistics as st, sys
+runs = {}
+for line in open(sys.argv[1]):
+    c, t = line.split()
+    runs.setdefault(c, []).append(float(t))
+base = st.median(runs["untraced"])
+def spread(v):
+    return (max(v) - min(v)) / st.median(v)
+print("%-16s %9s %6s %8s  %s" % ("", "median", "ratio", "spread", "each run (TPS)"))
+for c, v in runs.items():
+    print("%-16s %9.0f %6.3f %7.1f%%  %s" % (c, st.median(v), st.median(v) / base,
+          100 * spread(v), " ".join("%.0f" % x for x in v)))
+for w in ("count", "pair"):
+    s, b = runs["sptrace-" + w], runs["bpftrace-" + w]
+    ls, lb = 1 - st.median(s) / base, 1 - st.median(b) / base
+    noise = max(spread(runs["untraced"]), spread(s), spread(b))
+    verdict = ("met" if ls <= lb else "missed") + \
+        (" (within noise: the gap %.1f%% of untraced is below the largest spread, %.1f%%)"
+         % (100 * abs(ls - lb), 100 * noise) if abs(ls - lb) < noise else "")
+    print("%s: TPS loss sptrace %.1f%%, bpftrace %.1f%%: sptrace <= bpftrace %s"
+          % (w, 100 * ls, 100 * lb, verdict))
+PY
+fi
