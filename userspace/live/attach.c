@@ -350,6 +350,8 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 		sp_warn("%s: %u malformed stapsdt notes ignored", path, bad);
 
 	batched = a->nbatch && has_flush(a, f);
+	if (batched && !a->batched_files && a->before_batched)
+		a->before_batched(a->before_batched_ctx);
 	b = batched ? a->batch_bindings : a->bindings;
 	nb = batched ? a->nbatch : a->nbindings;
 	for (i = 0; a->multi && i < nb; i++) {

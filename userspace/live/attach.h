@@ -44,6 +44,10 @@ struct attacher {
 	const struct probe_binding *batch_bindings;
 	size_t nbatch;
 	size_t batched_files, event_files;	/* files attached either way */
+	/* Called before the first file is attached batched (what only
+	 * batched files need, e.g. the exec drain); optional. */
+	void (*before_batched)(void *ctx);
+	void *before_batched_ctx;
 	bool multi;		/* programs loaded for uprobe_multi links */
 	/* --follow: links serve every process (the programs filter), one
 	 * per file whichever pid asks; set after attacher__init(). */

@@ -304,6 +304,24 @@ static int specs_init(struct query_provider *qp)
 	return qp->spec_found ? 0 : -ENOMEM;
 }
 
+/*
+ * Batched records still in a ring when its process execs: drained at the
+ * execve entry. That program runs on every system call of the machine
+ * (34 ns each under pgbench, ten times the --query events), so it is
+ * attached only once a file is attached batched, just before.
+ */
+static void watch_exec(void *ctx)
+{
+	struct query_provider *qp = ctx;
+
+	if (qp->exec_link)
+		return;
+	qp->exec_link = bpf_program__attach(qp->skel->progs.sp_exec_drain);
+	if (!qp->exec_link)
+		sp_warn("cannot watch exec() (%s): batched events still buffered in a process that execs are lost",
+			strerror(errno));
+}
+
 static int qp_load(void *ctx, const struct session_opts *o)
 {
 	struct query_provider *qp = ctx;
@@ -344,16 +362,11 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	if (!qp->exit_link)
 		sp_warn("cannot watch thread exits (%s): queries left open by exiting threads are not counted",
 			strerror(errno));
-	/* Batched records still in a ring when its process execs. */
-	if (qp->batch) {
-		qp->exec_link = bpf_program__attach(qp->skel->progs.sp_exec_drain);
-		if (!qp->exec_link)
-			sp_warn("cannot watch exec() (%s): batched events still buffered in a process that execs are lost",
-				strerror(errno));
-	}
 	attacher__init(&qp->att, "sp", qp->bindings, bind_probes(qp),
 		       qp->multi);
 	if (qp->batch) {
+		qp->att.before_batched = watch_exec;
+		qp->att.before_batched_ctx = qp;
 		qp->tsc = tsc_calibrate(qp);
 		qp->att.batch_bindings = qp->batch_bindings;
 		qp->att.nbatch = bind_batch_probes(qp);
