@@ -5,7 +5,7 @@
  *
  *   fleet_host [--names N] [--rounds K] [--pause-ms M] [--spin-us U]
  *              [--slow-every S --slow-us V] [--wait] [--times FILE]
- *              [--vm-child-ms C]
+ *              [--vm-child-ms C] [--spin-factor F]
  *
  * One round: for each of the N names (heap strings "q00000", "q00001",
  * ...) one query of U us (busy-wait) and one cache hit. Every S-th round
@@ -14,7 +14,10 @@
  * every query begun is ended). --wait: print "ready PID" and start on
  * SIGUSR1. At the end it prints one JSON line: rounds, names, per-name
  * invocations and cache hits, the latency of every query of q00000 and
- * the time the rounds took. --times FILE: one line per query of q00000,
+ * the time the rounds took. --spin-factor F: name i spins U x F^i us (self
+ * times far apart, so their order is known); the JSON line then also has
+ * per name the sums of INNER_NS and OUTER_NS (below) over its queries.
+ * --times FILE: one line per query of q00000,
  * written at the end, bracketing each probe with clock readings on both
  * sides so that a tracer's interval is known to lie between two of them:
  *
@@ -88,7 +91,8 @@ static int run_vm_child(long ms)
 int main(int argc, char **argv)
 {
 	long names = 4, rounds = 0, pause_ms = 10, spin_us = 100;
-	long slow_every = 0, slow_us = 0, vm_child_ms = 0, k, i;
+	long slow_every = 0, slow_us = 0, vm_child_ms = 0, factor = 0, k, i;
+	uint64_t *inner = NULL, *outer = NULL;
 	uint64_t lat_sum = 0, lat_outer_sum = 0, o0, t0, t1, o1, start, (*times)[4] = NULL;
 	size_t ntimes = 0, cap = 0;
 	const char *times_path = NULL;
@@ -112,6 +116,8 @@ int main(int argc, char **argv)
 			slow_us = atol(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--vm-child-ms"))
 			vm_child_ms = atol(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--spin-factor"))
+			factor = atol(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--times"))
 			times_path = argv[++i];
 		else {
@@ -130,6 +136,12 @@ int main(int argc, char **argv)
 	}
 	if (!v)
 		return 1;
+	if (factor) {
+		inner = calloc((size_t)names, sizeof(*inner));
+		outer = calloc((size_t)names, sizeof(*outer));
+		if (!inner || !outer)
+			return 1;
+	}
 	signal(SIGTERM, on_stop);
 	signal(SIGINT, on_stop);
 	signal(SIGUSR1, on_go);
@@ -147,6 +159,10 @@ int main(int argc, char **argv)
 					      (uint64_t)slow_us :
 					      (uint64_t)spin_us;
 			struct timespec pre, post;
+			long f;
+
+			for (f = 0; factor && f < i; f++)
+				us *= (uint64_t)factor;
 
 			/* The barriers keep each clock reading on its side of
 			 * the probe's asm (which has no memory clobber). */
@@ -168,6 +184,10 @@ int main(int argc, char **argv)
 			if (times_path)
 				clock_gettime(CLOCK_REALTIME, &post);
 			SP_CACHE_HIT(v[i]);
+			if (factor) {
+				inner[i] += t1 - t0;
+				outer[i] += o1 - o0;
+			}
 			if (i == 0) {
 				lat_sum += t1 - t0;
 				lat_outer_sum += o1 - o0;
@@ -190,10 +210,19 @@ int main(int argc, char **argv)
 	}
 	printf("{\"pid\":%d,\"rounds\":%ld,\"names\":%ld,\"invocations_per_name\":%ld,"
 	       "\"cache_hits_per_name\":%ld,\"q00000_latency_sum_ns\":%llu,"
-	       "\"q00000_latency_outer_sum_ns\":%llu,\"elapsed_ns\":%llu}\n",
+	       "\"q00000_latency_outer_sum_ns\":%llu,\"elapsed_ns\":%llu",
 	       (int)getpid(), k, names, k, k, (unsigned long long)lat_sum,
 	       (unsigned long long)lat_outer_sum,
 	       (unsigned long long)(gt_now() - start));
+	for (i = 0; factor && i < names; i++)
+		printf("%s%llu", i ? "," : ",\"inner_ns_per_name\":[",
+		       (unsigned long long)inner[i]);
+	for (i = 0; factor && i < names; i++)
+		printf("%s%llu", i ? "," : "],\"outer_ns_per_name\":[",
+		       (unsigned long long)outer[i]);
+	printf("%s}\n", factor ? "]" : "");
+	free(inner);
+	free(outer);
 	if (times_path) {
 		FILE *f = fopen(times_path, "w");
 		size_t j;
