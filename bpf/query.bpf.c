@@ -128,6 +128,18 @@ struct {
 	__type(value, struct sp_thread_stack);
 } spec_stacks SEC(".maps");
 
+/* --query: one bit per value hash, set before the value enters
+ * `spec_names` and never cleared: a clear bit proves a value was never
+ * admitted. A line at its cap admits nothing more, so there one load
+ * sends most new values to "<other>" without a hash lookup (64 KiB). */
+#define SPEC_ADMIT_BITS (1u << 19)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SPEC_ADMIT_BITS / 64);
+	__type(key, __u32);
+	__type(value, __u64);
+} spec_admit_bits SEC(".maps");
+
 /* --query: distinct values per line, against its row cap. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -763,6 +775,9 @@ static __always_inline __u64 spec_str_value(struct pt_regs *ctx,
 		__u32 n = (__u32)p.len - 1, at;
 		__u64 w;
 
+		/* A loop, not 32 unrolled copies: under a busy host the
+		 * program's code is cold at each event. */
+#pragma clang loop unroll(disable)
 		for (i = 0; i < SP_SPEC_NAME_LEN / 8; i++) {
 			at = i * 8;
 			if (at >= n)
@@ -809,6 +824,14 @@ static __always_inline __u64 spec_name(struct pt_regs *ctx,
 						   l->normalize, buf));
 }
 
+/* Did this CPU see the line at its cap? Then a value without a row in
+ * this process is more likely one of "<other>" than one admitted. */
+static __always_inline bool spec_line_full(__u32 line,
+					   const struct spec_scratch *sc)
+{
+	return sc->full & (1ull << (line & (SP_SPEC_MAX_LINES - 1)));
+}
+
 /*
  * A value not seen before joins the line's rows (its string kept once in
  * `spec_names`) while the line has fewer than max_rows; after that its
@@ -820,6 +843,8 @@ static __always_inline __u64 spec_admit(__u32 line,
 					__u64 name, struct spec_scratch *sc)
 {
 	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows, *slot;
+	__u64 *bits;
+	__u32 bit, word;
 	long err;
 
 	if (SP_SPEC_NAME_OUTCOME(name) || l->name_type == SP_SPEC_NAME_FIXED)
@@ -827,6 +852,15 @@ static __always_inline __u64 spec_admit(__u32 line,
 	slot = &sc->admitted[(name ^ (name >> 29)) & (SPEC_ADMITTED_SLOTS - 1)];
 	if (*slot == name)
 		return name;
+	bit = (__u32)(name ^ (name >> 40)) & (SPEC_ADMIT_BITS - 1);
+	word = bit / 64;
+	bits = bpf_map_lookup_elem(&spec_admit_bits, &word);
+	if (!bits)
+		return other;	/* cannot happen: an array slot in range */
+	if (spec_line_full(line, sc) && !(*bits & (1ull << (bit & 63)))) {
+		spec_error(line, SP_SPEC_ERR_OTHER);
+		return other;
+	}
 	if (bpf_map_lookup_elem(&spec_names, &name)) {
 		*slot = name;
 		return name;
@@ -837,6 +871,9 @@ static __always_inline __u64 spec_admit(__u32 line,
 		spec_error(line, SP_SPEC_ERR_OTHER);
 		return other;
 	}
+	/* Before the value is in spec_names and counted in rows: a CPU that
+	 * sees the line full then sees the bit too. */
+	__sync_fetch_and_or(bits, 1ull << (bit & 63));
 	err = bpf_map_update_elem(&spec_names, &name, &sc->buf, BPF_NOEXIST);
 	if (!err && rows)
 		__sync_fetch_and_add(rows, 1);
@@ -847,14 +884,6 @@ static __always_inline __u64 spec_admit(__u32 line,
 	}
 	*slot = name;
 	return name;
-}
-
-/* Did this CPU see the line at its cap? Then a value without a row in
- * this process is more likely one of "<other>" than one admitted. */
-static __always_inline bool spec_line_full(__u32 line,
-					   const struct spec_scratch *sc)
-{
-	return sc->full & (1ull << (line & (SP_SPEC_MAX_LINES - 1)));
 }
 
 /* The record event of a spec probe's BEGIN or END. */
