@@ -80,6 +80,7 @@ sph:query-start,sph:query__done,name=arg0,normalize=sql
 sph:key,name=arg0,kind=cache,max-rows=10
 sph:a__start,sph:a__done,name=a_alone
 sph:rd__start,sph:rd__done,name=rd,hit=arg0!=0
+sph:kq__start,sph:kq__done,name=arg0,max-rows=10
 """
 NS = 40
 spec_file = tmpfile(".spec")
@@ -121,6 +122,16 @@ keyrows = {n: q for n, q in r.items() if n.startswith("key-")}
 eq(len(keyrows), 10, "max-rows=10: ten key rows")
 eq(sum(q["cache_hits"] for q in keyrows.values()) + r["key <other>"]["cache_hits"],
    t["keys"], "max-rows: <other> keeps the count exact")
+# key-k fired k + 1 times, then once more after the cap was reached: the
+# ten admitted keep every event, also those after the cap.
+eq({n: q["cache_hits"] for n, q in keyrows.items()},
+   {"key-%d" % k: k + 2 for k in range(10)},
+   "max-rows: admitted values counted after the cap too (cache line)")
+kq = {n: q["count"] for n, q in r.items() if n.startswith("kqy-")}
+eq(kq, {"kqy-%d" % k: k + 2 for k in range(10)},
+   "max-rows: admitted values counted after the cap too (interval line)")
+eq(sum(kq.values()) + r["kq__start <other>"]["count"], t["keys"] - 1,
+   "max-rows: interval line, <other> keeps the count exact")
 check("events of names beyond max-rows" in p.stderr and "%s:10:" % spec_file in p.stderr,
       "max-rows: the warning names the spec line (%r)" % p.stderr.strip()[-300:])
 

@@ -82,13 +82,26 @@ int main(int argc, char **argv)
 		DTRACE_PROBE(sph, query__done);
 		inserts++;
 	}
-	/* 50 distinct keys, key k fired k + 1 times. */
+	/* 50 distinct keys, key k fired k + 1 times, then each once more
+	 * (the first ones seen fire again after a row cap was reached); each
+	 * also as an interval, kq__start..kq__done. */
 	for (k = 0; k < 50; k++)
 		for (i = 0; i <= k; i++) {
 			snprintf(sql, sizeof(sql), "key-%d", k);
 			DTRACE_PROBE1(sph, key, sql);
+			sql[1] = 'q';	/* "kqy-K": rows of their own */
+			DTRACE_PROBE1(sph, kq__start, sql);
+			DTRACE_PROBE(sph, kq__done);
 			keys++;
 		}
+	for (k = 0; k < 50; k++) {
+		snprintf(sql, sizeof(sql), "key-%d", k);
+		DTRACE_PROBE1(sph, key, sql);
+		sql[1] = 'q';
+		DTRACE_PROBE1(sph, kq__start, sql);
+		DTRACE_PROBE(sph, kq__done);
+		keys++;
+	}
 	/* A 300-byte name. */
 	memset(longname, 'L', 300);
 	longname[300] = 0;
