@@ -26,7 +26,7 @@ sptrace=$build/userspace/sptrace
 command -v bpftool >/dev/null || die "bpftool not found (apt-get install bpftool)"
 
 out=$(mktemp /tmp/sptrace-drain.XXXXXX)
-stats= host= sp=
+stats='' host='' sp=''
 cleanup() {
 	for p in $sp $host $stats; do kill "$p" 2>/dev/null || true; done
 	rm -f "$out"

@@ -231,9 +231,9 @@ alone() {
 
 # bpf_row LABEL SPTRACE-ARGS BPFTRACE-PROG PGBENCH-ARGS...
 bpf_row() {
-	local label=$1 sargs=$2 bprog=$3 r o
+	local label=$1 sargs=$2 bprog=$3 o
 	shift 3
-	for r in $(seq "$ROUNDS"); do
+	for _ in $(seq "$ROUNDS"); do
 		for o in sb bs; do
 			ab "$o" "$sargs" "$bprog" "$@"
 		done
@@ -286,7 +286,7 @@ tps_run() {
 
 if [[ " $PARTS " == *" tps "* ]]; then
 	configs="untraced sptrace-count bpftrace-count sptrace-pair bpftrace-pair"
-	for r in $(seq "$RUNS"); do
+	for _ in $(seq "$RUNS"); do
 		for c in $configs; do
 			echo "$c $(tps_run "$c")"
 		done
