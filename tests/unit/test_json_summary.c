@@ -37,9 +37,9 @@ static void add(struct summary *s, const char *name,
 	CHECK(summary__add_stats(s, name, st) == 0);
 }
 
-/* Rows with every figure set, bins at both ends of the bucket range, names
- * that need every kind of escape (all valid UTF-8, so they come back as
- * they went out). */
+/* Rows with every figure set, bins at both ends of the bucket range a
+ * reader takes (figures up to JSON_SUMMARY_MAX_INT), names that need every
+ * kind of escape (all valid UTF-8, so they come back as they went out). */
 static void rich_summary(struct summary *s)
 {
 	struct sp_query_stats a = { .count = 5, .total_ns = 9000, .self_ns = 7000,
@@ -47,10 +47,10 @@ static void rich_summary(struct summary *s)
 				    .cache_hits = 11, .incr_loads = 2,
 				    .incr_load_ns = 300, .blocked_count = 3,
 				    .blocked_ns = 1200 };
-	struct sp_query_stats b = { .count = 1, .total_ns = UINT64_MAX - 1,
+	struct sp_query_stats b = { .count = 1, .total_ns = JSON_SUMMARY_MAX_INT,
 				    .self_ns = 1ULL << 62,
-				    .min_ns = UINT64_MAX - 1,
-				    .max_ns = UINT64_MAX - 1 };
+				    .min_ns = JSON_SUMMARY_MAX_INT,
+				    .max_ns = JSON_SUMMARY_MAX_INT };
 	struct sp_query_stats c = { .cache_hits = 4, .min_ns = 99 };
 
 	summary__init(s);
@@ -64,7 +64,7 @@ static void rich_summary(struct summary *s)
 	       "\xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80", &b);
 	summary__add_hist(s, "q\"b\\s/\n\r\t\b\f\x01\x1f\x7f \xe2\x80\xa8"
 			  "\xe2\x80\xa9 \xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80",
-			  SP_HIST_BUCKETS - 1, 1);
+			  sp_hist_bucket(JSON_SUMMARY_MAX_INT), 1);
 	add(s, "cache-only", &c);
 	add(s, "", &a);
 	s->errors[SP_ERR_END_WITHOUT_BEGIN] = 1;
@@ -129,6 +129,8 @@ static void test_round_trip(void)
 	summary__finish(&got);
 	check_same(&got, &want);
 	summary__free(&got);
+	/* The highest bucket a reader takes: its hi_ns (2^63) is left out. */
+	CHECK(strstr(json, "{\"lo_ns\":9079256848778919936,\"count\":1}") != NULL);
 	free(json);
 	summary__free(&want);
 
@@ -319,27 +321,40 @@ static void test_strings(void)
 		CHECK(parse(doc, err, sizeof(err), NULL) == -EINVAL);
 		free(doc);
 	}
-	/* \u0000 is fine in a key nobody reads. */
-	doc = one_query("\"n\"", ",\"hist\":[],\"x\\u0000\":\"\\u0000\"}");
-	CHECK(parse(doc, err, sizeof(err), NULL) == 0);
-	free(doc);
+	/* No string holds \u0000, not even one nobody reads (jansson's
+	 * rule; summary strings are C strings). */
+	CHECK(parse("{\"duration_ns\":1,\"queries\":[],\"x\\u0000\":1}", err,
+		    sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: line 1, column 39: key holds \\u0000 "
+		  "(not an sptrace -f json summary)");
+	CHECK(parse("{\"duration_ns\":1,\"queries\":[],\"x\":\"\\u0000\"}", err,
+		    sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: line 1, column 42: string holds \\u0000 "
+		  "(not an sptrace -f json summary)");
 }
 
 static void test_numbers(void)
 {
 	static const char *const bad[] = {
-		"18446744073709551616", "99999999999999999999999", "-1",
-		"1.5", "1e3", "1E3", "01", "00", "-0", "+1", "0x10", "\"1\"",
+		"9223372036854775808", "18446744073709551616",
+		"99999999999999999999999", "-1",
+		"1.5", "1e3", "1E3", "01", "00", "+1", "0x10", "\"1\"",
 		"true", "null", "[]", "{}", "",
 	};
 	struct summary s;
 	char doc[256], err[256];
 	unsigned int i;
 
+	/* Integers are 0..2^63-1 (jansson's json_int_t). */
 	snprintf(doc, sizeof(doc), "{\"queries\":[],\"duration_ns\":%s}",
-		 "18446744073709551615");
+		 "9223372036854775807");
 	CHECK(parse(doc, err, sizeof(err), &s) == 0);
-	CHECK_U64(s.duration_ns, UINT64_MAX);
+	CHECK_U64(s.duration_ns, INT64_MAX);
+	summary__free(&s);
+	/* jansson reads -0 as the integer 0: nothing tells them apart. */
+	snprintf(doc, sizeof(doc), "{\"queries\":[],\"duration_ns\":-0}");
+	CHECK(parse(doc, err, sizeof(err), &s) == 0);
+	CHECK_U64(s.duration_ns, 0);
 	summary__free(&s);
 	snprintf(doc, sizeof(doc), "{\"queries\":[],\"duration_ns\":0}");
 	CHECK(parse(doc, err, sizeof(err), NULL) == 0);
@@ -350,11 +365,20 @@ static void test_numbers(void)
 			printf("FAIL accepted number %s\n", bad[i]);
 		CHECK(parse(doc, err, sizeof(err), NULL) == -EINVAL);
 	}
-	/* The message says where and what. */
+	/* The message says where (the number's last digit) and what. */
+	CHECK(parse("{\"queries\":[],\n \"duration_ns\":9223372036854775808}",
+		    err, sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: line 2, column 34: number above 2^63-1 "
+		  "(not an sptrace -f json summary)");
 	CHECK(parse("{\"queries\":[],\n \"duration_ns\":18446744073709551616}",
 		    err, sizeof(err), NULL) == -EINVAL);
-	CHECK_STR(err, "m.json: line 2, column 16: \"duration_ns\": number "
-		  "above 2^64-1 (not an sptrace -f json summary)");
+	CHECK_STR(err, "m.json: line 2, column 35: number above 2^63-1 "
+		  "(not an sptrace -f json summary)");
+	/* Whatever key holds it. */
+	CHECK(parse("{\"queries\":[],\"duration_ns\":1,\"x\":[9223372036854775808]}",
+		    err, sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: line 1, column 54: number above 2^63-1 "
+		  "(not an sptrace -f json summary)");
 	/* Numbers of unknown keys follow the full grammar. */
 	CHECK(parse("{\"queries\":[],\"duration_ns\":1,\"x\":[-0.5e+3,0,1E9]}",
 		    err, sizeof(err), NULL) == 0);
@@ -405,7 +429,7 @@ static void test_nesting(void)
 static void test_syntax(void)
 {
 	static const char *const bad[] = {
-		"", " ", "[]", "null", "\xef\xbb\xbf{\"duration_ns\":1,\"queries\":[]}",
+		"", " ", "null", "\xef\xbb\xbf{\"duration_ns\":1,\"queries\":[]}",
 		"{\"duration_ns\":1,\"queries\":[]}x",
 		"{\"duration_ns\":1,\"queries\":[]}{}",
 		"{\"duration_ns\":1,\"queries\":[],}",
@@ -420,19 +444,31 @@ static void test_syntax(void)
 		"{\"duration_ns\":1,\"queries\":[],\"x\":nul}",
 		"{\"duration_ns\":1,\"queries\":[] \"x\":1}",
 		"{\"duration_ns\":1,\"queries\":[]",
-		/* Schema. */
-		"{\"queries\":[]}",
-		"{\"duration_ns\":1}",
+		/* Found by the parser, so located by line and column too. */
 		"{\"duration_ns\":1,\"duration_ns\":1,\"queries\":[]}",
-		"{\"duration_ns\":1,\"queries\":{}}",
-		"{\"duration_ns\":1,\"queries\":[1]}",
-		"{\"duration_ns\":1,\"queries\":[{}]}",
-		"{\"duration_ns\":1,\"queries\":[],\"errors\":[]}",
-		"{\"duration_ns\":1,\"queries\":[],\"errors\":{\"lost\":-1}}",
 		"{\"duration_ns\":1,\"queries\":[],\"errors\":{\"lost\":1,\"lost\":1}}",
-		"{\"duration_ns\":\"1\",\"queries\":[]}",
 	};
-	char err[256];
+	/* Schema: located by the path of the value. */
+	static const struct { const char *json, *want; } schema[] = {
+		{ "[]", "m.json: top level: expected an object" },
+		{ "{\"queries\":[]}",
+		  "m.json: top level: summary without \"duration_ns\"" },
+		{ "{\"duration_ns\":1}",
+		  "m.json: top level: summary without \"queries\"" },
+		{ "{\"duration_ns\":1,\"queries\":{}}",
+		  "m.json: queries: expected an array" },
+		{ "{\"duration_ns\":1,\"queries\":[1]}",
+		  "m.json: queries[0]: expected an object" },
+		{ "{\"duration_ns\":1,\"queries\":[{}]}",
+		  "m.json: queries[0]: query without \"name\"" },
+		{ "{\"duration_ns\":1,\"queries\":[],\"errors\":[]}",
+		  "m.json: errors: expected an object" },
+		{ "{\"duration_ns\":1,\"queries\":[],\"errors\":{\"lost\":-1}}",
+		  "m.json: errors.lost: expected an unsigned integer" },
+		{ "{\"duration_ns\":\"1\",\"queries\":[]}",
+		  "m.json: duration_ns: expected an unsigned integer" },
+	};
+	char err[256], want[256];
 	unsigned int i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -442,16 +478,26 @@ static void test_syntax(void)
 		CHECK(parse(bad[i], err, sizeof(err), NULL) == -EINVAL);
 		CHECK(strncmp(err, "m.json: line 1, column ", 23) == 0);
 	}
+	for (i = 0; i < sizeof(schema) / sizeof(schema[0]); i++) {
+		snprintf(want, sizeof(want), "%s (not an sptrace -f json "
+			 "summary)", schema[i].want);
+		CHECK(parse(schema[i].json, err, sizeof(err), NULL) == -EINVAL);
+		CHECK_STR(err, want);
+	}
 	CHECK(parse("", err, sizeof(err), NULL) == -EINVAL);
 	CHECK_STR(err, "m.json: line 1, column 1: empty file "
 		  "(not an sptrace -f json summary)");
 	CHECK(parse("{,}", err, sizeof(err), NULL) == -EINVAL);
-	CHECK_STR(err, "m.json: line 1, column 2: expected a string key "
-		  "(not valid JSON)");
+	CHECK_STR(err, "m.json: line 1, column 2: string or '}' expected "
+		  "near ',' (not valid JSON)");
 	CHECK(parse("{\"duration_ns\":1,\n\"queries\":[", err, sizeof(err),
 		    NULL) == -EINVAL);
-	CHECK_STR(err, "m.json: line 2, column 12: unexpected end of file, "
-		  "queries[]: expected an object (not valid JSON)");
+	CHECK_STR(err, "m.json: line 2, column 11: unexpected end of file, "
+		  "']' expected (not valid JSON)");
+	CHECK(parse("{\"duration_ns\":1,\"queries\":[],\"errors\":{\"lost\":1,"
+		    "\"lost\":1}}", err, sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: line 1, column 55: duplicate key \"lost\" "
+		  "(not an sptrace -f json summary)");
 	/* A short err buffer is cut, never overrun; none at all is fine. */
 	CHECK(parse("{,}", err, 8, NULL) == -EINVAL);
 	CHECK_STR(err, "m.json:");
@@ -556,13 +602,27 @@ static void test_query_schema(void)
 			free(doc);
 		}
 	}
-	/* The top bucket's hi_ns is 2^64 - 1. */
-	doc = one_query("\"q\"", ",\"hist\":[{\"lo_ns\":18158513697557839872,"
-			"\"hi_ns\":18446744073709551615,\"count\":1}]}");
+	/* A schema error names the path of the value. */
+	doc = one_query("\"q\"", ",\"hist\":[{\"lo_ns\":0,\"count\":1},"
+			"{\"lo_ns\":64,\"hi_ns\":70,\"count\":1}]}");
+	CHECK(parse(doc, err, sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: queries[0].hist[1].hi_ns: 70 does not match "
+		  "lo_ns 64 (not an sptrace -f json summary)");
+	free(doc);
+	/* The highest bucket a reader takes: lo_ns 63 * 2^57, hi_ns 2^63,
+	 * which only fits when left out (json_out.c does). */
+	doc = one_query("\"q\"", ",\"hist\":[{\"lo_ns\":9079256848778919936,"
+			"\"count\":1}]}");
 	CHECK(parse(doc, err, sizeof(err), &s) == 0);
 	if (s.nrows && s.rows[0].nbins)
-		CHECK_U64(s.rows[0].bins[0].bucket, SP_HIST_BUCKETS - 1);
+		CHECK_U64(s.rows[0].bins[0].bucket,
+			  sp_hist_bucket(JSON_SUMMARY_MAX_INT));
 	summary__free(&s);
+	free(doc);
+	doc = one_query("\"q\"", ",\"hist\":[{\"lo_ns\":9079256848778919936,"
+			"\"hi_ns\":9223372036854775808,\"count\":1}]}");
+	CHECK(parse(doc, err, sizeof(err), NULL) == -EINVAL);
+	CHECK(strstr(err, ": number above 2^63-1 (") != NULL);
 	free(doc);
 }
 
@@ -617,8 +677,8 @@ static void test_timeline(void)
 	/* Errors leave the points read before untouched. */
 	CHECK(json_summary__parse_timeline("{\"timeline\":[{\"rss_bytes\":1}]}",
 					   30, "t", &tl, err, sizeof(err)) == -EINVAL);
-	CHECK(strstr(err, "t: line 1, column 29: timeline point without "
-			  "\"t_ns\"") != NULL);
+	CHECK_STR(err, "t: timeline[0]: timeline point without \"t_ns\" "
+		  "(not an sptrace -f json summary)");
 	CHECK(json_summary__parse_timeline("{\"timeline\":[{\"t_ns\":2},"
 					   "{\"t_ns\":1}]}", 36, "t", &tl, err,
 					   sizeof(err)) == -EINVAL);
@@ -659,7 +719,6 @@ static void test_version(void)
 	static const char *const bad[] = {
 		"\"0.9\"", "\"1\"", "\"1.\"", "\".1\"", "\"1.0.0\"", "\"v1.0\"",
 		"\"1.x\"", "\"1.-1\"", "\"1234567890.0\"", "1", "1.0", "null",
-		"\"1\\u0000.0\"",
 	};
 	struct mem_timeline tl = { 0 };
 	char doc[256], err[256];
@@ -672,7 +731,7 @@ static void test_version(void)
 	}
 	CHECK(parse("{\"version\":\"2.0\",\"duration_ns\":1,\"queries\":[]}",
 		    err, sizeof(err), NULL) == -EINVAL);
-	CHECK_STR(err, "m.json: line 1, column 17: format version 2.0, this "
+	CHECK_STR(err, "m.json: version: format version 2.0, this "
 		  "sptrace reads 1.x (written by a newer sptrace: upgrade "
 		  "sptrace to read it)");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -681,9 +740,14 @@ static void test_version(void)
 		if (parse(doc, err, sizeof(err), NULL) != -EINVAL)
 			printf("FAIL accepted version %s\n", bad[i]);
 		CHECK(parse(doc, err, sizeof(err), NULL) == -EINVAL);
-		CHECK(strstr(err, "\"version\": expected") ||
+		CHECK(!strncmp(err, "m.json: version: expected ", 26) ||
 		      strstr(err, "format version"));
 	}
+	/* jansson refuses \u0000 in any string, before the version is read. */
+	CHECK(parse("{\"duration_ns\":1,\"queries\":[],\"version\":\"1\\u0000.0\"}",
+		    err, sizeof(err), NULL) == -EINVAL);
+	CHECK_STR(err, "m.json: line 1, column 51: string holds \\u0000 "
+		  "(not an sptrace -f json summary)");
 	/* The memory timeline is the same document: the same rule. */
 	snprintf(doc, sizeof(doc), "{\"version\":\"1.3\",\"timeline\":[]}");
 	CHECK(json_summary__parse_timeline(doc, strlen(doc), "t", &tl, err,

@@ -26,7 +26,11 @@ static void json_hist(struct json_writer *w, const struct sp_query_row *r)
 
 		jsonw__start_object(w);
 		jsonw__u64_field(w, "lo_ns", sp_hist_bucket_lo(b));
-		jsonw__u64_field(w, "hi_ns", sp_hist_bucket_hi(b));
+		/* Readers take integers up to 2^63-1 (json_summary.h); only
+		 * buckets of durations above 287 years go beyond it: their
+		 * hi_ns is left out, as readers may (docs/formats.md). */
+		if (sp_hist_bucket_hi(b) <= JSON_SUMMARY_MAX_INT)
+			jsonw__u64_field(w, "hi_ns", sp_hist_bucket_hi(b));
 		jsonw__u64_field(w, "count", r->bins[i].count);
 		jsonw__end_object(w);
 	}

@@ -3,10 +3,11 @@
  * One streaming JSON writer for every JSON output (bpftool's json_writer
  * is the model): it places the commas and colons, escapes every string
  * through text__json_string(), and writes unsigned 64-bit integers exactly.
- * Why not jansson, which reads and writes JSON: its integers are
- * json_int_t (long long), and sptrace's figures are u64 up to 2^64-1 (the
- * last histogram bucket's hi_ns); and a streaming writer needs no tree of
- * 100,000 query objects in memory before the first byte goes out.
+ * Why not jansson, which reads the summaries back (store/json_summary.c):
+ * its integers are json_int_t (long long) while sptrace's figures are u64,
+ * written exactly for other consumers (readers of the summary take 0..2^63-1,
+ * json_summary.h); and a streaming writer needs no tree of 100,000 query
+ * objects in memory before the first byte goes out.
  *
  * Layout is the caller's: jsonw__break() puts a line break before the next
  * element (after its comma), so files keep one query per line.

@@ -1,24 +1,41 @@
 // SPDX-License-Identifier: MIT
 /*
  * The JSON summary (json_out.c, docs/formats.md) read back into a summary,
- * for `sptrace diff`. A small strict recursive-descent parser (RFC 8259)
- * driven by the summary's schema, with no JSON library:
+ * for `sptrace diff`, `report` and `import`, and the memory timeline of
+ * `sptrace mem -f json`, for the HTML report. jansson parses; this file
+ * bounds what it accepts and reads the schema from the tree.
  *
- * - strict: UTF-8 only, no raw controls in strings, full escapes with
- *   \uXXXX surrogate pairs decoded to UTF-8 (lone surrogates and \u0000 in a
- *   name refused), no leading zeros, no trailing commas or data, no
- *   duplicate known keys;
- * - bounded: file size, decoded string length and nesting depth have limits
- *   (json_summary.h), recursion only follows nesting, every loop consumes
- *   input, and numbers are uint64 with an overflow check, so hostile input
- *   ends in an error, never a crash, a hang or an unbounded allocation;
- * - versioned: "version" is "MAJOR.MINOR"; another major is refused, a
- *   newer minor read (docs/formats.md#versioning); none means 1.0;
- * - forward compatible: unknown keys are skipped (docs/formats.md tells
+ * - Strict: jansson takes RFC 8259 JSON only (UTF-8, no lone surrogates, no
+ *   leading zeros, no trailing commas or data) and, with
+ *   JSON_REJECT_DUPLICATES, no key twice in an object. Without
+ *   JSON_ALLOW_NUL it refuses \u0000 in every string: summary strings are
+ *   C strings.
+ * - Integers: jansson's json_int_t is long long, so an integer above
+ *   2^63-1 is refused where it stands (line and column), whichever key it
+ *   belongs to. The writer emits none for real data (json_out.c).
+ * - Bounded: the file size is checked before parsing; jansson stops at
+ *   JSON_PARSER_MAX_DEPTH (2048) levels, and check_limits() refuses more
+ *   than JSON_SUMMARY_MAX_DEPTH, and strings (keys too) longer than
+ *   JSON_SUMMARY_MAX_STRING, before the schema is read. The tree of a
+ *   hostile file may take several times its size in memory (at most
+ *   JSON_SUMMARY_MAX_FILE of input).
+ * - Located errors: jansson's errors carry a line and column ("run.json:
+ *   line 3, column 17: ..."); schema errors carry the path of the value in
+ *   the document instead ("run.json: queries[3].hist[0].hi_ns: 70 does not
+ *   match lo_ns 64 (...)"), since tree values have no position.
+ * - Versioned: "version" is "MAJOR.MINOR"; another major is refused, a
+ *   newer minor read (docs/formats.md#versioning); none means 1.0.
+ * - Forward compatible: unknown keys are ignored (docs/formats.md tells
  *   consumers to ignore fields they do not know), but known keys must have
  *   the type the writer gives them. p50/p90/p99_ns, total_self_ns,
  *   unbalanced and map_full are derived: checked, not used, since
  *   summary__finish() recomputes them from the same figures.
+ *
+ * The document is fed to jansson through json_load_callback() rather than
+ * json_loadb() for one reason: the callback sees jansson ask for a byte past
+ * the end, so a file cut short says "unexpected end of file" whatever token
+ * it was cut in (json_loadb() reports a cut escape or UTF-8 sequence as a
+ * bad one).
  *
  * Histogram bins are stored by lo_ns: each must be a bucket's lower bound
  * (and hi_ns, if given, its upper one), so bins map back to buckets exactly.
@@ -26,840 +43,577 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "json_summary.h"
 #include "mem_report.h"
-#include "text.h"
 
 #define HINT_SYNTAX "not valid JSON"
 #define HINT_SCHEMA "not an sptrace -f json summary"
 
-struct bin {
-	uint32_t bucket;
-	uint64_t count;
-};
-
-struct jp {
-	const char *buf, *p, *end;
-	const char *name;		/* for messages */
+/* A reader of one document: where errors go, and the path of the value
+ * being read (keys and array indices from the top), for messages. */
+struct jr {
+	const char *name;
 	char *err;
 	size_t errlen;
-	bool failed;
 	unsigned int depth;
-	/* The last string read, decoded and NUL-terminated. */
-	char *str;
-	size_t slen, scap;
-	bool str_nul;			/* it held \u0000 */
-	/* Histogram of the query being read (its name may come later). */
-	struct bin *bins;
-	size_t nbins, bins_cap;
+	struct {
+		const char *key;	/* NULL: an array element */
+		size_t index;
+	} path[JSON_SUMMARY_MAX_DEPTH + 1];
 };
 
-static void jp_vfail(struct jp *jp, const char *hint, const char *fmt,
-		     va_list ap)
+static void jr_push_key(struct jr *r, const char *key)
 {
-	unsigned long line = 1, col = 1;
-	const char *q;
-	char what[256];
+	/* Schema readers go 4 deep at most, check_limits() stops at
+	 * JSON_SUMMARY_MAX_DEPTH + 1 containers: never full. */
+	r->path[r->depth].key = key;
+	r->depth++;
+}
 
-	if (jp->failed)
-		return;
-	jp->failed = true;
-	for (q = jp->buf; q < jp->p; q++) {
-		if (*q == '\n') {
-			line++;
-			col = 1;
-		} else {
-			col++;
-		}
+static void jr_push_index(struct jr *r, size_t i)
+{
+	r->path[r->depth].key = NULL;
+	r->path[r->depth].index = i;
+	r->depth++;
+}
+
+static void jr_pop(struct jr *r)
+{
+	r->depth--;
+}
+
+/* A key as the path shows it: bare if it is a word, else in ["..."] with
+ * what could break the line replaced and the length cut. */
+static int path_key(char *out, size_t n, const char *key)
+{
+	size_t len = strlen(key), i, cut;
+	char shown[36];
+
+	if (len && len <= 32 && strspn(key, "abcdefghijklmnopqrstuvwxyz"
+				       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == len)
+		return snprintf(out, n, ".%s", key);
+	cut = len <= 32 ? len : 32;
+	while (cut < len && cut && ((unsigned char)key[cut] & 0xc0) == 0x80)
+		cut--;		/* not inside a UTF-8 sequence */
+	for (i = 0; i < cut; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		shown[i] = c < 0x20 || c == 0x7f || c == '"' || c == '\\' ?
+			   '?' : (char)c;
 	}
-	vsnprintf(what, sizeof(what), fmt, ap);
-	if (jp->errlen)
-		snprintf(jp->err, jp->errlen, "%s: line %lu, column %lu: %s (%s)",
-			 jp->name, line, col, what, hint);
+	shown[cut] = '\0';
+	return snprintf(out, n, "[\"%s%s\"]", shown, cut < len ? "..." : "");
 }
 
+static void jr_path(const struct jr *r, char *out, size_t n)
+{
+	size_t at = 0;
+	unsigned int i;
+	int k;
+
+	if (!r->depth) {
+		snprintf(out, n, "top level");
+		return;
+	}
+	out[0] = '\0';
+	for (i = 0; i < r->depth && at < n; i++) {
+		if (r->path[i].key)
+			k = path_key(out + at, n - at, r->path[i].key);
+		else
+			k = snprintf(out + at, n - at, "[%zu]", r->path[i].index);
+		if (k < 0)
+			break;
+		at += (size_t)k;
+	}
+	if (out[0] == '.')
+		memmove(out, out + 1, strlen(out));
+}
+
+/* Valid JSON, but not a summary: the message names the value's path.
+ * Returns -EINVAL. */
 __attribute__((format(printf, 3, 4)))
-static void jp_fail_msg(struct jp *jp, const char *hint, const char *fmt, ...)
+static int jr_fail(struct jr *r, const char *hint, const char *fmt, ...)
 {
+	char what[256], path[256];
 	va_list ap;
 
-	va_start(ap, fmt);
-	jp_vfail(jp, hint, fmt, ap);
-	va_end(ap);
-}
-
-/* Malformed JSON. Returns -EINVAL. At the end of the input, the message
- * says so first: the usual cause is a file cut short. */
-__attribute__((format(printf, 2, 3)))
-static int jp_syntax(struct jp *jp, const char *fmt, ...)
-{
-	char what[200];
-	va_list ap;
-
+	if (!r->errlen)
+		return -EINVAL;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (jp->p >= jp->end)
-		jp_fail_msg(jp, HINT_SYNTAX, "unexpected end of file, %s", what);
-	else
-		jp_fail_msg(jp, HINT_SYNTAX, "%s", what);
+	jr_path(r, path, sizeof(path));
+	snprintf(r->err, r->errlen, "%s: %s: %s (%s)", r->name, path, what,
+		 hint);
 	return -EINVAL;
 }
 
-/* Valid JSON, but not a summary. Returns -EINVAL. */
-__attribute__((format(printf, 2, 3)))
-static int jp_schema(struct jp *jp, const char *fmt, ...)
+static int jr_nomem(struct jr *r)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	jp_vfail(jp, HINT_SCHEMA, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static int jp_nomem(struct jp *jp)
-{
-	if (!jp->failed && jp->errlen)
-		snprintf(jp->err, jp->errlen, "%s: out of memory", jp->name);
-	jp->failed = true;
+	if (r->errlen)
+		snprintf(r->err, r->errlen, "%s: out of memory", r->name);
 	return -ENOMEM;
 }
 
-static int jp_peek(const struct jp *jp)
+/* ---- parsing ------------------------------------------------------------- */
+
+/* The document, handed to jansson in the pieces it asks for. */
+struct feed {
+	const char *p;
+	size_t left;
+	bool eof;		/* jansson asked for more than there is */
+};
+
+static size_t feed_next(void *buf, size_t cap, void *arg)
 {
-	return jp->p < jp->end ? (unsigned char)*jp->p : -1;
-}
+	struct feed *f = arg;
+	size_t n = f->left < cap ? f->left : cap;
 
-static void jp_ws(struct jp *jp)
-{
-	while (jp->p < jp->end && (*jp->p == ' ' || *jp->p == '\t' ||
-				   *jp->p == '\n' || *jp->p == '\r'))
-		jp->p++;
-}
-
-static bool is_digit(int c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static int jp_expect(struct jp *jp, char c)
-{
-	jp_ws(jp);
-	if (jp_peek(jp) != (unsigned char)c)
-		return jp_syntax(jp, "expected '%c'", c);
-	jp->p++;
-	return 0;
-}
-
-static int str_put(struct jp *jp, const char *bytes, size_t n)
-{
-	if (n > JSON_SUMMARY_MAX_STRING - jp->slen)
-		return jp_schema(jp, "string longer than %u bytes",
-				 JSON_SUMMARY_MAX_STRING);
-	if (jp->slen + n + 1 > jp->scap) {
-		size_t cap = jp->scap ? jp->scap : 64;
-		char *v;
-
-		while (cap < jp->slen + n + 1)
-			cap *= 2;
-		v = realloc(jp->str, cap);
-		if (!v)
-			return jp_nomem(jp);
-		jp->str = v;
-		jp->scap = cap;
-	}
-	memcpy(jp->str + jp->slen, bytes, n);
-	jp->slen += n;
-	jp->str[jp->slen] = '\0';
-	return 0;
-}
-
-static int hex4(struct jp *jp, uint32_t *v)
-{
-	int i, c;
-
-	*v = 0;
-	for (i = 0; i < 4; i++) {
-		c = jp_peek(jp);
-		if (c >= '0' && c <= '9')
-			c -= '0';
-		else if (c >= 'a' && c <= 'f')
-			c -= 'a' - 10;
-		else if (c >= 'A' && c <= 'F')
-			c -= 'A' - 10;
-		else
-			return jp_syntax(jp, "expected 4 hex digits after \\u");
-		*v = *v << 4 | (uint32_t)c;
-		jp->p++;
-	}
-	return 0;
-}
-
-/* After the backslash of a \u escape: one code point, pairs joined. */
-static int jp_unicode(struct jp *jp)
-{
-	uint32_t cp, lo;
-	char utf8[4];
-	size_t n;
-	int err;
-
-	jp->p++;	/* 'u' */
-	err = hex4(jp, &cp);
-	if (err)
-		return err;
-	if (cp >= 0xdc00 && cp <= 0xdfff)
-		return jp_syntax(jp, "lone low surrogate \\u%04" PRIx32, cp);
-	if (cp >= 0xd800 && cp <= 0xdbff) {
-		if (jp->end - jp->p < 2 || jp->p[0] != '\\' || jp->p[1] != 'u')
-			return jp_syntax(jp, "high surrogate \\u%04" PRIx32
-					 " not followed by a low one", cp);
-		jp->p += 2;
-		err = hex4(jp, &lo);
-		if (err)
-			return err;
-		if (lo < 0xdc00 || lo > 0xdfff)
-			return jp_syntax(jp, "high surrogate \\u%04" PRIx32
-					 " not followed by a low one", cp);
-		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-	}
-	if (cp == 0) {
-		/* Summary strings are C strings: a name cannot hold it. */
-		jp->str_nul = true;
+	if (!n) {
+		f->eof = true;
 		return 0;
 	}
-	if (cp < 0x80) {
-		utf8[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		utf8[0] = (char)(0xc0 | cp >> 6);
-		utf8[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		utf8[0] = (char)(0xe0 | cp >> 12);
-		utf8[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		utf8[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		utf8[0] = (char)(0xf0 | cp >> 18);
-		utf8[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		utf8[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		utf8[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	return str_put(jp, utf8, n);
+	memcpy(buf, f->p, n);
+	f->p += n;
+	f->left -= n;
+	return n;
 }
 
-/* Bytes of the UTF-8 sequence a lead byte starts; 0 if it starts none. */
-static size_t utf8_lead_len(unsigned char c)
+static void jr_located(struct jr *r, unsigned long line, unsigned long col,
+		       const char *what, const char *hint)
 {
-	if (c >= 0xc2 && c <= 0xdf)
-		return 2;
-	if (c >= 0xe0 && c <= 0xef)
-		return 3;
-	if (c >= 0xf0 && c <= 0xf4)
-		return 4;
-	return 0;
-}
-
-static int jp_string(struct jp *jp)
-{
-	uint32_t cp;
-	size_t n;
-	char c;
-	int err;
-
-	jp->slen = 0;
-	jp->str_nul = false;
-	err = str_put(jp, "", 0);	/* str is a valid C string from here */
-	if (err)
-		return err;
-	if (jp_peek(jp) != '"')
-		return jp_syntax(jp, "expected a string");
-	jp->p++;
-	for (;;) {
-		if (jp->p >= jp->end)
-			return jp_syntax(jp, "unterminated string");
-		c = *jp->p;
-		if (c == '"') {
-			jp->p++;
-			return 0;
-		}
-		if ((unsigned char)c < 0x20)
-			return jp_syntax(jp, "raw control character in a string");
-		if (c == '\\') {
-			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-			const char *e;
-
-			jp->p++;
-			if (jp->p >= jp->end)
-				return jp_syntax(jp, "unterminated string");
-			if (*jp->p == 'u') {
-				err = jp_unicode(jp);
-			} else if (*jp->p && (e = strchr(from, *jp->p))) {
-				err = str_put(jp, &to[e - from], 1);
-				jp->p++;
-			} else {
-				err = jp_syntax(jp, "invalid escape in a string");
-			}
-			if (err)
-				return err;
-			continue;
-		}
-		if ((unsigned char)c < 0x80) {
-			err = str_put(jp, &c, 1);
-			jp->p++;
-			if (err)
-				return err;
-			continue;
-		}
-		/* text__utf8_next() reads at most the n bytes checked here. */
-		n = utf8_lead_len((unsigned char)c);
-		if (n && (size_t)(jp->end - jp->p) < n) {
-			jp->p = jp->end;
-			return jp_syntax(jp, "unterminated string");
-		}
-		if (!n || text__utf8_next(jp->p, &cp) != (int)n)
-			return jp_syntax(jp, "invalid UTF-8 in a string");
-		err = str_put(jp, jp->p, n);
-		if (err)
-			return err;
-		jp->p += n;
-	}
-}
-
-/* Any JSON number, checked against the grammar and skipped. */
-static int jp_skip_number(struct jp *jp)
-{
-	if (jp_peek(jp) == '-')
-		jp->p++;
-	if (jp_peek(jp) == '0') {
-		jp->p++;
-	} else if (is_digit(jp_peek(jp))) {
-		while (is_digit(jp_peek(jp)))
-			jp->p++;
-	} else {
-		return jp_syntax(jp, "invalid number");
-	}
-	if (jp_peek(jp) == '.') {
-		jp->p++;
-		if (!is_digit(jp_peek(jp)))
-			return jp_syntax(jp, "invalid number");
-		while (is_digit(jp_peek(jp)))
-			jp->p++;
-	}
-	if (jp_peek(jp) == 'e' || jp_peek(jp) == 'E') {
-		jp->p++;
-		if (jp_peek(jp) == '+' || jp_peek(jp) == '-')
-			jp->p++;
-		if (!is_digit(jp_peek(jp)))
-			return jp_syntax(jp, "invalid number");
-		while (is_digit(jp_peek(jp)))
-			jp->p++;
-	}
-	if (is_digit(jp_peek(jp)))
-		return jp_syntax(jp, "leading zero in a number");
-	return 0;
-}
-
-/* A value of a known key that must be a uint64. */
-static int jp_u64(struct jp *jp, const char *key, uint64_t *v)
-{
-	const char *start;
-	int c;
-
-	jp_ws(jp);
-	start = jp->p;
-	c = jp_peek(jp);
-	if (!is_digit(c)) {
-		if (c == '-' || c == '"' || c == '{' || c == '[' || c == 't' ||
-		    c == 'f' || c == 'n')
-			return jp_schema(jp, "\"%s\": expected an unsigned integer",
-					 key);
-		return jp_syntax(jp, "\"%s\": expected a value", key);
-	}
-	*v = 0;
-	while (is_digit(c = jp_peek(jp))) {
-		unsigned int d = (unsigned int)(c - '0');
-
-		if (*v > (UINT64_MAX - d) / 10) {
-			jp->p = start;
-			return jp_schema(jp, "\"%s\": number above 2^64-1", key);
-		}
-		*v = *v * 10 + d;
-		jp->p++;
-	}
-	if (*start == '0' && jp->p - start > 1) {
-		jp->p = start;
-		return jp_syntax(jp, "leading zero in a number");
-	}
-	if (c == '.' || c == 'e' || c == 'E') {
-		jp->p = start;
-		return jp_schema(jp, "\"%s\": expected an unsigned integer", key);
-	}
-	return 0;
-}
-
-static int jp_enter(struct jp *jp)
-{
-	if (++jp->depth > JSON_SUMMARY_MAX_DEPTH)
-		return jp_schema(jp, "nested deeper than %u levels",
-				 JSON_SUMMARY_MAX_DEPTH);
-	return 0;
-}
-
-/* An object of a known key: '{' consumed, depth counted. */
-static int jp_obj_begin(struct jp *jp, const char *key)
-{
-	jp_ws(jp);
-	if (jp_peek(jp) < 0)
-		return jp_syntax(jp, "%s: expected an object", key);
-	if (jp_peek(jp) != '{')
-		return jp_schema(jp, "%s: expected an object", key);
-	jp->p++;
-	return jp_enter(jp);
-}
-
-static int jp_arr_begin(struct jp *jp, const char *key)
-{
-	jp_ws(jp);
-	if (jp_peek(jp) < 0)
-		return jp_syntax(jp, "%s: expected an array", key);
-	if (jp_peek(jp) != '[')
-		return jp_schema(jp, "%s: expected an array", key);
-	jp->p++;
-	return jp_enter(jp);
+	if (r->errlen)
+		snprintf(r->err, r->errlen, "%s: line %lu, column %lu: %s (%s)",
+			 r->name, line, col, what, hint);
 }
 
 /*
- * The next member of an object being read: 1 with its key in jp->str and
- * the parser at its value, 0 after the closing '}', or -EINVAL. *first is
- * true before the first member.
+ * jansson's error as one line. Its own wording, with what the user can
+ * act on said first: a cut file, a number sptrace cannot hold, a key given
+ * twice. Input bytes it quotes ("near '...'") are shown as printable ASCII.
  */
-static int jp_obj_next(struct jp *jp, bool *first)
+static int jr_parse_error(struct jr *r, const json_error_t *je, bool eof)
 {
+	static const char near_eof[] = " near end of file";
+	const char *hint = HINT_SCHEMA, *near;
+	char text[sizeof(je->text)], what[sizeof(je->text) + 64];
+	size_t i, n;
+
+	for (i = 0; je->text[i] && i < sizeof(text) - 1; i++) {
+		unsigned char c = (unsigned char)je->text[i];
+
+		text[i] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+	}
+	text[i] = '\0';
+	near = strstr(text, " near '");
+	switch (json_error_code(je)) {
+	case json_error_out_of_memory:
+		return jr_nomem(r);
+	case json_error_stack_overflow:
+		snprintf(what, sizeof(what), "nested deeper than %u levels",
+			 JSON_SUMMARY_MAX_DEPTH);
+		break;
+	case json_error_numeric_overflow:
+		snprintf(what, sizeof(what), "%s",
+			 strstr(text, "real") ? "number out of range" :
+			 strstr(text, "negative") ? "number below -2^63" :
+						    "number above 2^63-1");
+		break;
+	case json_error_duplicate_key:
+		/* near '"count"': the key as written */
+		n = near ? strlen(near) : 0;
+		snprintf(what, sizeof(what), "duplicate key%s%.*s",
+			 n ? " " : "", n > 8 ? (int)(n - 8) : 0,
+			 n > 8 ? near + 7 : "");
+		break;
+	case json_error_null_character:
+		snprintf(what, sizeof(what), "string holds \\u0000");
+		break;
+	case json_error_null_byte_in_key:
+		snprintf(what, sizeof(what), "key holds \\u0000");
+		break;
+	case json_error_end_of_input_expected:
+		hint = HINT_SYNTAX;
+		snprintf(what, sizeof(what), "data after the top-level object");
+		break;
+	default:
+		hint = HINT_SYNTAX;
+		n = strlen(text);
+		if (n >= sizeof(near_eof) - 1 &&
+		    !strcmp(text + n - (sizeof(near_eof) - 1), near_eof))
+			text[n - (sizeof(near_eof) - 1)] = '\0';
+		if (eof && !strcmp(text, "premature end of input"))
+			snprintf(what, sizeof(what), "unexpected end of file, "
+				 "unterminated string");
+		else
+			snprintf(what, sizeof(what), "%s%s",
+				 eof ? "unexpected end of file, " : "", text);
+		break;
+	}
+	jr_located(r, (unsigned long)(je->line > 0 ? je->line : 1),
+		   (unsigned long)(je->column > 0 ? je->column : 1), what, hint);
+	return -EINVAL;
+}
+
+static int check_limits(struct jr *r, json_t *v, unsigned int depth);
+
+/*
+ * The document as a tree, within the limits of json_summary.h: 0 with *doc
+ * set, or -EINVAL, -EFBIG, -ENOMEM with the message in r->err.
+ */
+static int jr_parse(struct jr *r, const char *buf, size_t len, json_t **doc)
+{
+	struct feed f = { .p = buf, .left = len };
+	unsigned long line = 1, col = 1;
+	json_error_t je;
+	size_t i;
 	int err;
 
-	jp_ws(jp);
-	if (!*first) {
-		if (jp_peek(jp) == '}')
-			goto close;
-		if (jp_peek(jp) != ',')
-			return jp_syntax(jp, "expected ',' or '}'");
-		jp->p++;
-		jp_ws(jp);
-	} else if (jp_peek(jp) == '}') {
-		goto close;
+	if (len > JSON_SUMMARY_MAX_FILE) {
+		if (r->errlen)
+			snprintf(r->err, r->errlen, "%s: larger than %u MiB (%s)",
+				 r->name, JSON_SUMMARY_MAX_FILE >> 20,
+				 HINT_SCHEMA);
+		return -EFBIG;
 	}
-	*first = false;
-	if (jp_peek(jp) != '"')
-		return jp_syntax(jp, "expected a string key");
-	err = jp_string(jp);
-	if (!err)
-		err = jp_expect(jp, ':');
-	if (err)
-		return err;
-	jp_ws(jp);
-	return 1;
-close:
-	jp->p++;
-	jp->depth--;
-	return 0;
+	/* jansson would say "'[' or '{' expected": say what it is. */
+	for (i = 0; i < len && strchr(" \t\r\n", buf[i]) && buf[i]; i++) {
+		col++;
+		if (buf[i] == '\n') {
+			line++;
+			col = 1;
+		}
+	}
+	if (i == len) {
+		jr_located(r, line, col, "empty file", HINT_SCHEMA);
+		return -EINVAL;
+	}
+	*doc = json_load_callback(feed_next, &f, JSON_REJECT_DUPLICATES, &je);
+	if (!*doc)
+		return jr_parse_error(r, &je, f.eof);
+	err = check_limits(r, *doc, 1);
+	if (err) {
+		json_decref(*doc);
+		*doc = NULL;
+	}
+	return err;
 }
 
-/* The same for arrays: 1 with the parser at the next element. */
-static int jp_arr_next(struct jp *jp, bool *first)
+/* Nesting and string lengths of every value, known or not. depth counts
+ * the containers v is in, itself included. */
+static int check_limits(struct jr *r, json_t *v, unsigned int depth)
 {
-	jp_ws(jp);
-	if (jp_peek(jp) == ']') {
-		jp->p++;
-		jp->depth--;
+	const char *key;
+	json_t *e;
+	size_t i;
+	int err = 0;
+
+	if (json_is_string(v)) {
+		if (json_string_length(v) > JSON_SUMMARY_MAX_STRING)
+			return jr_fail(r, HINT_SCHEMA, "string longer than %u bytes",
+				       JSON_SUMMARY_MAX_STRING);
 		return 0;
 	}
-	if (!*first) {
-		if (jp_peek(jp) != ',')
-			return jp_syntax(jp, "expected ',' or ']'");
-		jp->p++;
-		jp_ws(jp);
-		if (jp_peek(jp) == ']')
-			return jp_syntax(jp, "trailing comma");
-	}
-	*first = false;
-	return 1;
-}
-
-/* Any value, checked and skipped (unknown keys). Recursion is bounded by
- * jp_enter(). */
-static int jp_skip(struct jp *jp)
-{
-	static const char *const lits[] = { "true", "false", "null" };
-	bool first = true;
-	unsigned int i;
-	int c, err;
-
-	jp_ws(jp);
-	c = jp_peek(jp);
-	switch (c) {
-	case '{':
-		jp->p++;
-		err = jp_enter(jp);
-		while (!err && (err = jp_obj_next(jp, &first)) == 1)
-			err = jp_skip(jp);
-		return err;
-	case '[':
-		jp->p++;
-		err = jp_enter(jp);
-		while (!err && (err = jp_arr_next(jp, &first)) == 1)
-			err = jp_skip(jp);
-		return err;
-	case '"':
-		return jp_string(jp);
-	case 't':
-	case 'f':
-	case 'n':
-		for (i = 0; i < sizeof(lits) / sizeof(lits[0]); i++) {
-			size_t n = strlen(lits[i]);
-
-			if ((size_t)(jp->end - jp->p) >= n &&
-			    !memcmp(jp->p, lits[i], n)) {
-				jp->p += n;
-				return 0;
-			}
+	if (!json_is_object(v) && !json_is_array(v))
+		return 0;
+	if (depth > JSON_SUMMARY_MAX_DEPTH)
+		return jr_fail(r, HINT_SCHEMA, "nested deeper than %u levels",
+			       JSON_SUMMARY_MAX_DEPTH);
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, e) {
+			jr_push_index(r, i);
+			err = check_limits(r, e, depth + 1);
+			jr_pop(r);
+			if (err)
+				return err;
 		}
-		return jp_syntax(jp, "invalid literal");
-	default:
-		if (c == '-' || is_digit(c))
-			return jp_skip_number(jp);
-		return jp_syntax(jp, "expected a value");
+		return 0;
 	}
-}
-
-static bool key_is(const struct jp *jp, const char *key)
-{
-	return !jp->str_nul && !strcmp(jp->str, key);
-}
-
-/* Index of the current key in keys[], or -1. */
-static int key_index(const struct jp *jp, const char *const *keys,
-		     unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (keys[i] && key_is(jp, keys[i]))
-			return (int)i;
-	return -1;
-}
-
-static int key_once(struct jp *jp, uint32_t *seen, int k, const char *key)
-{
-	if (*seen & (1u << k))
-		return jp_schema(jp, "duplicate key \"%s\"", key);
-	*seen |= 1u << k;
+	json_object_foreach(v, key, e) {
+		if (strlen(key) > JSON_SUMMARY_MAX_STRING)
+			return jr_fail(r, HINT_SCHEMA, "key longer than %u bytes",
+				       JSON_SUMMARY_MAX_STRING);
+		jr_push_key(r, key);
+		err = check_limits(r, e, depth + 1);
+		jr_pop(r);
+		if (err)
+			return err;
+	}
 	return 0;
+}
+
+/* ---- the helpers every schema reader uses -------------------------------- */
+
+/*
+ * Member key of object o: 1 with *v set, 0 if absent and optional (noun
+ * NULL), or -EINVAL: absent though required ("<noun> without \"key\"") or
+ * not of type t (the message names its path).
+ */
+static int member(struct jr *r, json_t *o, const char *noun, const char *key,
+		  json_type t, json_t **v)
+{
+	static const char *const types[] = {
+		[JSON_OBJECT] = "an object", [JSON_ARRAY] = "an array",
+		[JSON_STRING] = "a string", [JSON_INTEGER] = "an unsigned integer",
+	};
+	int err = 0;
+
+	*v = json_object_get(o, key);
+	if (!*v) {
+		if (noun)
+			return jr_fail(r, HINT_SCHEMA, "%s without \"%s\"", noun,
+				       key);
+		return 0;
+	}
+	jr_push_key(r, key);
+	if (json_typeof(*v) != t || (t == JSON_INTEGER &&
+				     json_integer_value(*v) < 0))
+		err = jr_fail(r, HINT_SCHEMA, "expected %s", types[t]);
+	jr_pop(r);
+	return err ? err : 1;
+}
+
+/* An unsigned integer member; *out is untouched when it is absent. */
+static int member_u64(struct jr *r, json_t *o, const char *noun,
+		      const char *key, uint64_t *out)
+{
+	json_t *v;
+	int ret = member(r, o, noun, key, JSON_INTEGER, &v);
+
+	if (ret == 1)
+		*out = (uint64_t)json_integer_value(v);
+	return ret;
+}
+
+static int member_string(struct jr *r, json_t *o, const char *noun,
+			 const char *key, const char **out)
+{
+	json_t *v;
+	int ret = member(r, o, noun, key, JSON_STRING, &v);
+
+	if (ret == 1)
+		*out = json_string_value(v);
+	return ret;
+}
+
+/* Calls fn on each element of array a (must be one), its index on the
+ * path; stops at the first error. */
+static int each(struct jr *r, json_t *a,
+		int (*fn)(struct jr *r, json_t *e, size_t i, void *ctx),
+		void *ctx)
+{
+	json_t *e;
+	size_t i;
+	int err = 0;
+
+	json_array_foreach(a, i, e) {
+		jr_push_index(r, i);
+		err = fn(r, e, i, ctx);
+		jr_pop(r);
+		if (err)
+			break;
+	}
+	return err;
+}
+
+/* An array element that must be an object. */
+static int expect_object(struct jr *r, json_t *e)
+{
+	return json_is_object(e) ? 0 :
+	       jr_fail(r, HINT_SCHEMA, "expected an object");
 }
 
 /*
  * "version": "MAJOR.MINOR" (docs/formats.md#versioning). A newer major
  * changed the meaning of something this reader knows: refuse rather than
- * misread. A newer minor only added fields, which are skipped.
+ * misread. A newer minor only added fields, which are ignored.
  */
-static int jp_version(struct jp *jp)
+static int read_version(struct jr *r, json_t *doc)
 {
 	unsigned long major, minor;
-	char *end, *dot;
+	const char *str = NULL, *dot;
 	int err;
 
-	jp_ws(jp);
-	if (jp_peek(jp) < 0)
-		return jp_syntax(jp, "\"version\": expected a string");
-	if (jp_peek(jp) != '"')
-		return jp_schema(jp, "\"version\": expected a string");
-	err = jp_string(jp);
-	if (err)
+	err = member_string(r, doc, NULL, "version", &str);
+	if (err <= 0)
 		return err;
-	dot = strchr(jp->str, '.');
-	if (jp->str_nul || !dot || dot == jp->str || dot - jp->str > 9 ||
-	    strspn(jp->str, "0123456789") != (size_t)(dot - jp->str) ||
-	    !dot[1] || strlen(dot + 1) > 9 ||
-	    strspn(dot + 1, "0123456789") != strlen(dot + 1))
-		return jp_schema(jp, "\"version\": expected \"MAJOR.MINOR\"");
-	major = strtoul(jp->str, &end, 10);
-	minor = strtoul(dot + 1, &end, 10);
-	if (major != JSON_SUMMARY_VERSION_MAJOR) {
-		jp_fail_msg(jp, major > JSON_SUMMARY_VERSION_MAJOR ?
-				"written by a newer sptrace: upgrade sptrace to read it" :
-				HINT_SCHEMA,
-			    "format version %lu.%lu, this sptrace reads %u.x",
-			    major, minor, JSON_SUMMARY_VERSION_MAJOR);
-		return -EINVAL;
+	err = 0;
+	jr_push_key(r, "version");
+	dot = strchr(str, '.');
+	if (!dot || dot == str || dot - str > 9 ||
+	    strspn(str, "0123456789") != (size_t)(dot - str) || !dot[1] ||
+	    strlen(dot + 1) > 9 ||
+	    strspn(dot + 1, "0123456789") != strlen(dot + 1)) {
+		err = jr_fail(r, HINT_SCHEMA, "expected \"MAJOR.MINOR\"");
+	} else {
+		major = strtoul(str, NULL, 10);
+		minor = strtoul(dot + 1, NULL, 10);
+		if (major != JSON_SUMMARY_VERSION_MAJOR)
+			err = jr_fail(r, major > JSON_SUMMARY_VERSION_MAJOR ?
+					 "written by a newer sptrace: upgrade sptrace to read it" :
+					 HINT_SCHEMA,
+				      "format version %lu.%lu, this sptrace reads %u.x",
+				      major, minor, JSON_SUMMARY_VERSION_MAJOR);
 	}
-	return 0;
-}
-
-static int jp_hist_bin(struct jp *jp)
-{
-	enum { H_LO, H_HI, H_COUNT, H__N };
-	static const char *const keys[H__N] = { "lo_ns", "hi_ns", "count" };
-	uint64_t v[H__N] = { 0 };
-	uint32_t seen = 0, b;
-	bool first = true;
-	int k, err;
-
-	err = jp_obj_begin(jp, "hist[]");
-	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
-		k = key_index(jp, keys, H__N);
-		if (k < 0) {
-			err = jp_skip(jp);
-			continue;
-		}
-		err = key_once(jp, &seen, k, keys[k]);
-		if (!err)
-			err = jp_u64(jp, keys[k], &v[k]);
-	}
-	if (err)
-		return err;
-	if (!(seen & (1u << H_LO)) || !(seen & (1u << H_COUNT)))
-		return jp_schema(jp, "histogram bin without \"%s\"",
-				 seen & (1u << H_LO) ? "count" : "lo_ns");
-	b = sp_hist_bucket(v[H_LO]);
-	if (sp_hist_bucket_lo(b) != v[H_LO])
-		return jp_schema(jp, "lo_ns %" PRIu64 " is not a histogram bucket bound",
-				 v[H_LO]);
-	if ((seen & (1u << H_HI)) && sp_hist_bucket_hi(b) != v[H_HI])
-		return jp_schema(jp, "hi_ns %" PRIu64 " does not match lo_ns %" PRIu64,
-				 v[H_HI], v[H_LO]);
-	if (jp->nbins == jp->bins_cap) {
-		size_t cap = jp->bins_cap ? jp->bins_cap * 2 : 32;
-		struct bin *nb = realloc(jp->bins, cap * sizeof(*nb));
-
-		if (!nb)
-			return jp_nomem(jp);
-		jp->bins = nb;
-		jp->bins_cap = cap;
-	}
-	jp->bins[jp->nbins].bucket = b;
-	jp->bins[jp->nbins].count = v[H_COUNT];
-	jp->nbins++;
-	return 0;
-}
-
-static int jp_hist(struct jp *jp)
-{
-	bool first = true;
-	int err;
-
-	err = jp_arr_begin(jp, "\"hist\"");
-	while (!err && (err = jp_arr_next(jp, &first)) == 1)
-		err = jp_hist_bin(jp);
+	jr_pop(r);
 	return err;
 }
 
-enum qkey {
-	Q_NAME, Q_COUNT, Q_SELF, Q_TOTAL, Q_MIN, Q_MAX, Q_P50, Q_P90, Q_P99,
-	Q_CACHE, Q_INCR_LOADS, Q_INCR_NS, Q_BLOCKED_COUNT, Q_BLOCKED_NS,
-	Q_HIST, Q__N,
+/* ---- the summary ----------------------------------------------------------- */
+
+#define NOT_KEPT SIZE_MAX	/* derived: checked, not used */
+
+/* Every figure of a query but its name and histogram. */
+static const struct {
+	const char *key;
+	size_t off;		/* in struct sp_query_stats, or NOT_KEPT */
+} query_fields[] = {
+	{ "count", offsetof(struct sp_query_stats, count) },
+	{ "self_ns", offsetof(struct sp_query_stats, self_ns) },
+	{ "total_ns", offsetof(struct sp_query_stats, total_ns) },
+	{ "min_ns", offsetof(struct sp_query_stats, min_ns) },
+	{ "max_ns", offsetof(struct sp_query_stats, max_ns) },
+	{ "p50_ns", NOT_KEPT }, { "p90_ns", NOT_KEPT }, { "p99_ns", NOT_KEPT },
+	{ "cache_hits", offsetof(struct sp_query_stats, cache_hits) },
+	{ "incr_loads", offsetof(struct sp_query_stats, incr_loads) },
+	{ "incr_load_ns", offsetof(struct sp_query_stats, incr_load_ns) },
+	{ "blocked_count", offsetof(struct sp_query_stats, blocked_count) },
+	{ "blocked_ns", offsetof(struct sp_query_stats, blocked_ns) },
 };
 
-static const char *const query_keys[Q__N] = {
-	[Q_NAME] = "name", [Q_COUNT] = "count", [Q_SELF] = "self_ns",
-	[Q_TOTAL] = "total_ns", [Q_MIN] = "min_ns", [Q_MAX] = "max_ns",
-	[Q_P50] = "p50_ns", [Q_P90] = "p90_ns", [Q_P99] = "p99_ns",
-	[Q_CACHE] = "cache_hits", [Q_INCR_LOADS] = "incr_loads",
-	[Q_INCR_NS] = "incr_load_ns", [Q_BLOCKED_COUNT] = "blocked_count",
-	[Q_BLOCKED_NS] = "blocked_ns", [Q_HIST] = "hist",
+struct query_ctx {
+	struct summary *s;
+	const char *name;
 };
 
-/* Every field the writer writes, but the derived percentiles. */
-#define QUERY_REQUIRED ((1u << Q__N) - 1 - (1u << Q_P50) - (1u << Q_P90) - \
-			(1u << Q_P99))
-
-static __u64 *query_field(struct sp_query_stats *st, enum qkey k)
+static int read_bin(struct jr *r, json_t *e, size_t i, void *arg)
 {
-	switch (k) {
-	case Q_COUNT: return &st->count;
-	case Q_SELF: return &st->self_ns;
-	case Q_TOTAL: return &st->total_ns;
-	case Q_MIN: return &st->min_ns;
-	case Q_MAX: return &st->max_ns;
-	case Q_CACHE: return &st->cache_hits;
-	case Q_INCR_LOADS: return &st->incr_loads;
-	case Q_INCR_NS: return &st->incr_load_ns;
-	case Q_BLOCKED_COUNT: return &st->blocked_count;
-	case Q_BLOCKED_NS: return &st->blocked_ns;
-	default: return NULL;
-	}
-}
+	struct query_ctx *q = arg;
+	uint64_t lo = 0, hi = 0, count = 0;
+	uint32_t b;
+	int err, has_hi;
 
-static int jp_query(struct jp *jp, struct summary *s)
-{
-	struct sp_query_stats st = { 0 };
-	uint32_t seen = 0;
-	bool first = true;
-	char *name = NULL;
-	__u64 *field;
-	uint64_t v;
-	size_t i;
-	int k, err;
-
-	jp->nbins = 0;
-	err = jp_obj_begin(jp, "queries[]");
-	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
-		k = key_index(jp, query_keys, Q__N);
-		if (k < 0) {
-			err = jp_skip(jp);
-			continue;
-		}
-		err = key_once(jp, &seen, k, query_keys[k]);
-		if (err)
-			break;
-		if (k == Q_NAME) {
-			jp_ws(jp);
-			if (jp_peek(jp) < 0) {
-				err = jp_syntax(jp, "\"name\": expected a string");
-				break;
-			}
-			if (jp_peek(jp) != '"') {
-				err = jp_schema(jp, "\"name\": expected a string");
-				break;
-			}
-			err = jp_string(jp);
-			if (!err && jp->str_nul)
-				err = jp_schema(jp, "\"name\": holds \\u0000");
-			if (!err && !(name = strdup(jp->str)))
-				err = jp_nomem(jp);
-		} else if (k == Q_HIST) {
-			err = jp_hist(jp);
-		} else {
-			err = jp_u64(jp, query_keys[k], &v);
-			field = query_field(&st, (enum qkey)k);
-			if (!err && field)
-				*field = v;
-		}
-	}
-	if (!err && (seen & QUERY_REQUIRED) != QUERY_REQUIRED) {
-		for (k = 0; k < Q__N; k++)
-			if ((QUERY_REQUIRED & (1u << k)) && !(seen & (1u << k)))
-				break;
-		err = jp_schema(jp, "query without \"%s\"", query_keys[k]);
-	}
+	(void)i;
+	err = expect_object(r, e);
 	if (!err)
-		err = summary__add_stats(s, name, &st);
-	for (i = 0; !err && i < jp->nbins; i++)
-		err = summary__add_hist(s, name, jp->bins[i].bucket,
-					jp->bins[i].count);
-	if (err == -ENOMEM)
-		jp_nomem(jp);
-	free(name);
-	return err;
+		err = member_u64(r, e, "histogram bin", "lo_ns", &lo);
+	if (err >= 0)
+		err = member_u64(r, e, "histogram bin", "count", &count);
+	if (err < 0)
+		return err;
+	has_hi = member_u64(r, e, NULL, "hi_ns", &hi);
+	if (has_hi < 0)
+		return has_hi;
+	b = sp_hist_bucket(lo);
+	if (sp_hist_bucket_lo(b) != lo) {
+		jr_push_key(r, "lo_ns");
+		err = jr_fail(r, HINT_SCHEMA, "%" PRIu64 " is not a histogram "
+			      "bucket bound", lo);
+		jr_pop(r);
+		return err;
+	}
+	if (has_hi && sp_hist_bucket_hi(b) != hi) {
+		jr_push_key(r, "hi_ns");
+		err = jr_fail(r, HINT_SCHEMA, "%" PRIu64 " does not match lo_ns %"
+			      PRIu64, hi, lo);
+		jr_pop(r);
+		return err;
+	}
+	err = summary__add_hist(q->s, q->name, b, count);
+	return err == -ENOMEM ? jr_nomem(r) : err;
 }
 
-static int jp_queries(struct jp *jp, struct summary *s)
+static int read_query(struct jr *r, json_t *e, size_t i, void *arg)
 {
-	bool first = true;
+	struct query_ctx q = { .s = arg };
+	struct sp_query_stats st = { 0 };
+	json_t *hist;
+	uint64_t v;
+	size_t k;
 	int err;
 
-	err = jp_arr_begin(jp, "\"queries\"");
-	while (!err && (err = jp_arr_next(jp, &first)) == 1)
-		err = jp_query(jp, s);
+	(void)i;
+	err = expect_object(r, e);
+	if (!err)
+		err = member_string(r, e, "query", "name", &q.name);
+	for (k = 0; err >= 0 && k < sizeof(query_fields) / sizeof(query_fields[0]); k++) {
+		bool kept = query_fields[k].off != NOT_KEPT;
+
+		err = member_u64(r, e, kept ? "query" : NULL,
+				 query_fields[k].key, &v);
+		if (err == 1 && kept)
+			*(__u64 *)((char *)&st + query_fields[k].off) = v;
+	}
+	if (err >= 0)
+		err = member(r, e, "query", "hist", JSON_ARRAY, &hist);
+	if (err < 0)
+		return err;
+	err = summary__add_stats(q.s, q.name, &st);
+	if (err)
+		return err == -ENOMEM ? jr_nomem(r) : err;
+	jr_push_key(r, "hist");
+	err = each(r, hist, read_bin, &q);
+	jr_pop(r);
 	return err;
 }
 
 /* "errors": the counters by summary__error_name(), "lost", and the two
  * derived sums. */
-static int jp_errors(struct jp *jp, struct summary *s)
+static int read_errors(struct jr *r, json_t *doc, struct summary *s)
 {
-	enum { E_LOST = SP_ERR__MAX, E_UNBALANCED, E_MAP_FULL, E__N };
-	const char *keys[E__N];
-	uint32_t seen = 0;
-	bool first = true;
-	unsigned int i;
+	json_t *errors;
 	uint64_t v;
-	int k, err;
+	unsigned int i;
+	int err;
 
-	_Static_assert(E__N <= 32, "seen is a 32-bit mask");
-	for (i = 0; i < SP_ERR__MAX; i++)
-		keys[i] = summary__error_name(i);
-	keys[E_LOST] = "lost";
-	keys[E_UNBALANCED] = "unbalanced";
-	keys[E_MAP_FULL] = "map_full";
-	err = jp_obj_begin(jp, "\"errors\"");
-	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
-		k = key_index(jp, keys, E__N);
-		if (k < 0) {
-			err = jp_skip(jp);
-			continue;
-		}
-		err = key_once(jp, &seen, k, keys[k]);
-		if (!err)
-			err = jp_u64(jp, keys[k], &v);
-		if (err)
-			break;
-		if (k < SP_ERR__MAX)
-			s->errors[k] = v;
-		else if (k == E_LOST)
-			s->lost = v;
-	}
-	return err;
+	err = member(r, doc, NULL, "errors", JSON_OBJECT, &errors);
+	if (err <= 0)
+		return err;
+	jr_push_key(r, "errors");
+	for (i = 0; err >= 0 && i < SP_ERR__MAX; i++)
+		err = member_u64(r, errors, NULL, summary__error_name(i),
+				 &s->errors[i]);
+	if (err >= 0)
+		err = member_u64(r, errors, NULL, "lost", &s->lost);
+	if (err >= 0)
+		err = member_u64(r, errors, NULL, "unbalanced", &v);
+	if (err >= 0)
+		err = member_u64(r, errors, NULL, "map_full", &v);
+	jr_pop(r);
+	return err < 0 ? err : 0;
 }
 
-static int jp_summary(struct jp *jp, struct summary *s)
+static int read_summary(struct jr *r, json_t *doc, struct summary *s)
 {
-	enum { T_DURATION, T_TOTAL_SELF, T_QUERIES, T_ERRORS, T_VERSION, T__N };
-	static const char *const keys[T__N] = {
-		"duration_ns", "total_self_ns", "queries", "errors", "version",
-	};
-	uint32_t seen = 0;
-	bool first = true;
+	json_t *queries;
 	uint64_t v;
-	int k, err;
+	int err;
 
-	jp_ws(jp);
-	if (jp_peek(jp) < 0)
-		return jp_schema(jp, "empty file");
-	err = jp_obj_begin(jp, "top level");
-	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
-		k = key_index(jp, keys, T__N);
-		if (k < 0) {
-			err = jp_skip(jp);
-			continue;
-		}
-		err = key_once(jp, &seen, k, keys[k]);
-		if (err)
-			break;
-		switch (k) {
-		case T_DURATION:
-			err = jp_u64(jp, keys[k], &s->duration_ns);
-			break;
-		case T_TOTAL_SELF:
-			err = jp_u64(jp, keys[k], &v);
-			break;
-		case T_QUERIES:
-			err = jp_queries(jp, s);
-			break;
-		case T_VERSION:
-			err = jp_version(jp);
-			break;
-		default:
-			err = jp_errors(jp, s);
-			break;
-		}
-	}
-	if (err)
+	if (!json_is_object(doc))
+		return jr_fail(r, HINT_SCHEMA, "expected an object");
+	err = read_version(r, doc);
+	if (err >= 0)
+		err = member_u64(r, doc, "summary", "duration_ns",
+				 &s->duration_ns);
+	if (err >= 0)
+		err = member_u64(r, doc, NULL, "total_self_ns", &v);
+	if (err >= 0)
+		err = member(r, doc, "summary", "queries", JSON_ARRAY, &queries);
+	if (err >= 0)
+		err = read_errors(r, doc, s);
+	if (err < 0)
 		return err;
-	if (!(seen & (1u << T_DURATION)) || !(seen & (1u << T_QUERIES)))
-		return jp_schema(jp, "no \"%s\"",
-				 seen & (1u << T_QUERIES) ? "duration_ns" :
-							    "queries");
-	jp_ws(jp);
-	if (jp->p < jp->end)
-		return jp_syntax(jp, "data after the top-level object");
-	return 0;
+	jr_push_key(r, "queries");
+	err = each(r, queries, read_query, s);
+	jr_pop(r);
+	return err;
 }
 
 /* Adds src to dst, as summary sources add up. 0 or -ENOMEM. */
@@ -881,12 +635,13 @@ static int summary_merge(struct summary *dst, struct summary *src)
 		return 0;
 	}
 	for (i = 0; i < src->nrows; i++) {
-		const struct sp_query_row *r = &src->rows[i];
+		const struct sp_query_row *row = &src->rows[i];
 
-		err = summary__add_stats(dst, r->name, &r->st);
-		for (j = 0; !err && j < r->nbins; j++)
-			err = summary__add_hist(dst, r->name, r->bins[j].bucket,
-						r->bins[j].count);
+		err = summary__add_stats(dst, row->name, &row->st);
+		for (j = 0; !err && j < row->nbins; j++)
+			err = summary__add_hist(dst, row->name,
+						row->bins[j].bucket,
+						row->bins[j].count);
 		if (err)
 			return err;
 	}
@@ -900,31 +655,21 @@ static int summary_merge(struct summary *dst, struct summary *src)
 int json_summary__parse(const char *buf, size_t len, const char *name,
 			struct summary *s, char *err, size_t errlen)
 {
+	struct jr r = { .name = name, .err = err, .errlen = errlen };
 	struct summary tmp;
-	struct jp jp = {
-		.buf = buf, .p = buf, .end = buf + len, .name = name,
-		.err = err, .errlen = errlen,
-	};
+	json_t *doc = NULL;
 	int ret;
 
 	summary__init(&tmp);
 	if (errlen)
 		err[0] = '\0';
-	if (len > JSON_SUMMARY_MAX_FILE) {
-		if (errlen)
-			snprintf(err, errlen, "%s: larger than %u MiB (%s)",
-				 name, JSON_SUMMARY_MAX_FILE >> 20, HINT_SCHEMA);
-		return -EFBIG;
-	}
-	ret = jp_summary(&jp, &tmp);
-	if (!ret) {
-		ret = summary_merge(s, &tmp);
-		if (ret)
-			jp_nomem(&jp);
-	}
+	ret = jr_parse(&r, buf, len, &doc);
+	if (!ret)
+		ret = read_summary(&r, doc, &tmp);
+	json_decref(doc);
+	if (!ret && summary_merge(s, &tmp))
+		ret = jr_nomem(&r);
 	summary__free(&tmp);
-	free(jp.str);
-	free(jp.bins);
 	return ret;
 }
 
@@ -1023,143 +768,93 @@ int json_summary__read(const char *path, struct summary *s, char *err,
 /* ---- the memory timeline ------------------------------------------------ */
 
 /* One point of "timeline": t_ns required, the byte counts optional (0). */
-static int jp_point(struct jp *jp, struct mem_point *p)
+static int read_point(struct jr *r, json_t *e, size_t i, void *arg)
 {
-	enum { P_T, P_RSS, P_ANON, P_FILE, P_HEAP, P_TYPED, P__N };
-	static const char *const keys[P__N] = {
-		"t_ns", "rss_bytes", "rss_anon_bytes", "rss_file_bytes",
-		"heap_live_bytes", "typed_live_bytes",
+	static const struct {
+		const char *key;
+		size_t off;
+	} fields[] = {
+		{ "rss_bytes", offsetof(struct mem_point, rss_bytes) },
+		{ "rss_anon_bytes", offsetof(struct mem_point, rss_anon_bytes) },
+		{ "rss_file_bytes", offsetof(struct mem_point, rss_file_bytes) },
+		{ "heap_live_bytes", offsetof(struct mem_point, heap_live_bytes) },
+		{ "typed_live_bytes", offsetof(struct mem_point, typed_live_bytes) },
 	};
-	uint64_t *const fields[P__N] = {
-		&p->t_ns, &p->rss_bytes, &p->rss_anon_bytes, &p->rss_file_bytes,
-		&p->heap_live_bytes, &p->typed_live_bytes,
-	};
-	uint32_t seen = 0;
-	bool first = true;
-	int k, err;
+	struct mem_timeline *tl = arg;
+	struct mem_point *p = &tl->v[i];
+	size_t k;
+	int err;
 
 	memset(p, 0, sizeof(*p));
-	err = jp_obj_begin(jp, "timeline[]");
-	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
-		k = key_index(jp, keys, P__N);
-		if (k < 0) {
-			err = jp_skip(jp);
-			continue;
-		}
-		err = key_once(jp, &seen, k, keys[k]);
-		if (!err)
-			err = jp_u64(jp, keys[k], fields[k]);
-	}
-	if (!err && !(seen & (1u << P_T)))
-		err = jp_schema(jp, "timeline point without \"t_ns\"");
-	return err;
-}
-
-static int jp_points(struct jp *jp, struct mem_timeline *tl)
-{
-	struct mem_point p, *v;
-	bool first = true;
-	int err;
-
-	err = jp_arr_begin(jp, "\"timeline\"");
-	while (!err && (err = jp_arr_next(jp, &first)) == 1) {
-		err = jp_point(jp, &p);
-		if (err)
-			break;
-		/* The writer keeps at most MEM_TIMELINE_MAX, in time order. */
-		if (tl->n == MEM_TIMELINE_MAX)
-			return jp_schema(jp, "more than %u timeline points",
-					 MEM_TIMELINE_MAX);
-		if (tl->n && p.t_ns < tl->v[tl->n - 1].t_ns)
-			return jp_schema(jp, "timeline points not in time order");
-		v = realloc(tl->v, (tl->n + 1) * sizeof(*v));
-		if (!v)
-			return jp_nomem(jp);
-		tl->v = v;
-		tl->v[tl->n++] = p;
-	}
-	return err;
-}
-
-/* "command": the traced command line, a string (absent from files written
- * before it was kept: then NULL, unknown). */
-static int jp_command(struct jp *jp, char **command)
-{
-	int err;
-
-	if (jp_peek(jp) != '"')
-		return jp_schema(jp, "\"command\": expected a string");
-	err = jp_string(jp);
-	if (!err && jp->str_nul)
-		err = jp_schema(jp, "\"command\": holds \\u0000");
-	if (err)
+	err = expect_object(r, e);
+	if (!err)
+		err = member_u64(r, e, "timeline point", "t_ns", &p->t_ns);
+	for (k = 0; err >= 0 && k < sizeof(fields) / sizeof(fields[0]); k++)
+		err = member_u64(r, e, NULL, fields[k].key,
+				 (uint64_t *)((char *)p + fields[k].off));
+	if (err < 0)
 		return err;
-	*command = strndup(jp->str, jp->slen);
-	return *command ? 0 : jp_nomem(jp);
-}
-
-static int jp_timeline_doc(struct jp *jp, struct mem_timeline *tl)
-{
-	enum { T_POINTS, T_STEP, T_VERSION, T_COMMAND, T__N };
-	static const char *const keys[T__N] = {
-		"timeline", "timeline_step_ns", "version", "command",
-	};
-	uint32_t seen = 0;
-	bool first = true;
-	int k, err;
-
-	jp_ws(jp);
-	if (jp_peek(jp) < 0)
-		return jp_schema(jp, "empty file");
-	err = jp_obj_begin(jp, "top level");
-	while (!err && (err = jp_obj_next(jp, &first)) == 1) {
-		k = key_index(jp, keys, T__N);
-		if (k < 0) {
-			err = jp_skip(jp);
-			continue;
-		}
-		err = key_once(jp, &seen, k, keys[k]);
-		if (err)
-			break;
-		if (k == T_POINTS)
-			err = jp_points(jp, tl);
-		else if (k == T_VERSION)
-			err = jp_version(jp);
-		else if (k == T_COMMAND)
-			err = jp_command(jp, &tl->command);
-		else
-			err = jp_u64(jp, keys[k], &tl->interval_ns);
-	}
-	if (err)
-		return err;
-	jp_ws(jp);
-	if (jp->p < jp->end)
-		return jp_syntax(jp, "data after the top-level object");
+	/* The writer keeps them in time order. */
+	if (i && p->t_ns < tl->v[i - 1].t_ns)
+		return jr_fail(r, HINT_SCHEMA, "timeline points not in time order");
+	tl->n = (unsigned int)i + 1;
 	return 0;
+}
+
+static int read_timeline_doc(struct jr *r, json_t *doc,
+			     struct mem_timeline *tl)
+{
+	const char *command = NULL;
+	json_t *points;
+	size_t n;
+	int err;
+
+	if (!json_is_object(doc))
+		return jr_fail(r, HINT_SCHEMA, "expected an object");
+	err = read_version(r, doc);
+	if (err >= 0)
+		err = member_u64(r, doc, NULL, "timeline_step_ns",
+				 &tl->interval_ns);
+	/* "command": the traced command line (absent from files written
+	 * before it was kept: then NULL, unknown). */
+	if (err >= 0)
+		err = member_string(r, doc, NULL, "command", &command);
+	if (err == 1 && !(tl->command = strdup(command)))
+		return jr_nomem(r);
+	if (err >= 0)
+		err = member(r, doc, NULL, "timeline", JSON_ARRAY, &points);
+	if (err <= 0)
+		return err;
+	jr_push_key(r, "timeline");
+	n = json_array_size(points);
+	/* The writer keeps at most MEM_TIMELINE_MAX. */
+	if (n > MEM_TIMELINE_MAX) {
+		err = jr_fail(r, HINT_SCHEMA, "more than %u timeline points",
+			      MEM_TIMELINE_MAX);
+	} else if (n && !(tl->v = calloc(n, sizeof(*tl->v)))) {
+		err = jr_nomem(r);
+	} else {
+		err = each(r, points, read_point, tl);
+	}
+	jr_pop(r);
+	return err;
 }
 
 int json_summary__parse_timeline(const char *buf, size_t len,
 				 const char *name, struct mem_timeline *tl,
 				 char *err, size_t errlen)
 {
+	struct jr r = { .name = name, .err = err, .errlen = errlen };
 	struct mem_timeline tmp = { .step = 1 };
-	struct jp jp = {
-		.buf = buf, .p = buf, .end = buf + len, .name = name,
-		.err = err, .errlen = errlen,
-	};
+	json_t *doc = NULL;
 	int ret;
 
 	if (errlen)
 		err[0] = '\0';
-	if (len > JSON_SUMMARY_MAX_FILE) {
-		if (errlen)
-			snprintf(err, errlen, "%s: larger than %u MiB (%s)",
-				 name, JSON_SUMMARY_MAX_FILE >> 20, HINT_SCHEMA);
-		return -EFBIG;
-	}
-	ret = jp_timeline_doc(&jp, &tmp);
-	free(jp.str);
-	free(jp.bins);
+	ret = jr_parse(&r, buf, len, &doc);
+	if (!ret)
+		ret = read_timeline_doc(&r, doc, &tmp);
+	json_decref(doc);
 	if (ret) {
 		free(tmp.v);
 		free(tmp.command);

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reading back the JSON summary json_out.c writes (`sptrace -f json`), so a
- * saved run can be a side of `sptrace diff`. The parser is strict and
- * bounded: the file may come from anywhere.
+ * saved run can be a side of `sptrace diff`, `report` or `import`, and the
+ * memory timeline of `sptrace mem -f json`. jansson parses (strict: no
+ * duplicate keys, no \u0000, no lone surrogates); the reader bounds size,
+ * depth and strings and checks the schema: the file may come from anywhere.
  */
 #ifndef SPTRACE_JSON_SUMMARY_H
 #define SPTRACE_JSON_SUMMARY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "summary.h"
 
 /*
@@ -22,16 +25,22 @@
 #define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */
 #define JSON_SUMMARY_MAX_STRING (64u << 10)	/* bytes of a decoded string */
 #define JSON_SUMMARY_MAX_DEPTH 32		/* nested arrays/objects */
+/* Integers are 0..2^63-1 (jansson's json_int_t): a larger one is refused,
+ * located by line and column. Real data stays far below (2^63 ns is 292
+ * years); json_out.c leaves out the hi_ns it cannot hold. */
+#define JSON_SUMMARY_MAX_INT INT64_MAX
 
 /*
  * Reads the JSON summary at path and adds it to s, as every source does
  * (rows, histogram bins, duration, error counters, lost events). s is not
  * finished. On error s is unchanged (but for -ENOMEM while adding to a
- * non-empty s) and err holds one line naming the file and, for bad
- * content, the line and column: "run.json: line 3, column 17: expected ','
- * or '}' (not valid JSON)". Returns 0 or -errno: -EINVAL for content that
- * is not a JSON summary, -EFBIG above JSON_SUMMARY_MAX_FILE, -ENOMEM, or
- * the open()/read() error.
+ * non-empty s) and err holds one line naming the file and where: the line
+ * and column of bad JSON ("run.json: line 3, column 17: '}' expected near
+ * '\"x\"' (not valid JSON)"), the path of a value that breaks the schema
+ * ("run.json: queries[3].hist[0].hi_ns: 70 does not match lo_ns 64 (not an
+ * sptrace -f json summary)"). Returns 0 or -errno: -EINVAL for content
+ * that is not a JSON summary, -EFBIG above JSON_SUMMARY_MAX_FILE, -ENOMEM,
+ * or the open()/read() error.
  */
 int json_summary__read(const char *path, struct summary *s, char *err,
 		       size_t errlen);
