@@ -646,6 +646,41 @@ static void test_long_string(void)
 	free(name);
 }
 
+/* A tree many times larger than its text (an empty object is 3 bytes of
+ * text, over 200 of tree) stops at the memory budget: 32 times the file
+ * plus 64 MiB. */
+static void test_memory_budget(void)
+{
+	size_t n = 4u << 20, i, at;
+	char *doc = malloc(n * 3 + 64), err[256], want[256];
+	struct mem_timeline tl = { 0 };
+
+	at = (size_t)sprintf(doc, "{\"duration_ns\":1,\"queries\":[],\"x\":[");
+	for (i = 0; i < n; i++)
+		at += (size_t)sprintf(doc + at, "%s{}", i ? "," : "");
+	strcpy(doc + at, "]}");
+	at += 2;
+	snprintf(want, sizeof(want), "m.json: needs more than %zu MiB of memory "
+		 "to read, 32 times its size (not an sptrace -f json summary)",
+		 (at * 32 + (64u << 20)) >> 20);
+	CHECK(parse(doc, err, sizeof(err), NULL) == -EFBIG);
+	CHECK_STR(err, want);
+	CHECK(json_summary__parse_timeline(doc, at, "m.json", &tl, err,
+					   sizeof(err)) == -EFBIG);
+	CHECK_STR(err, want);
+	CHECK(!tl.v);
+	/* Bins as sptrace writes them, all 1 ns (its densest output, 18
+	 * times its size in tree), are read. */
+	at = (size_t)sprintf(doc, "%s%s\"name\":\"q\",\"hist\":[", minimal_head,
+			     q_head);
+	for (i = 0; i < n / 32; i++)
+		at += (size_t)sprintf(doc + at, "%s{\"lo_ns\":1,\"hi_ns\":2,"
+				      "\"count\":1}", i ? "," : "");
+	strcpy(doc + at, "]}]}");
+	CHECK(parse(doc, err, sizeof(err), NULL) == 0);
+	free(doc);
+}
+
 /* The memory timeline of `sptrace mem --interval -f json`, for the HTML
  * report: points read as written, everything else skipped; bad points,
  * disorder and too many points are errors that leave tl as it was. */
@@ -771,6 +806,7 @@ int main(void)
 	RUN(test_syntax);
 	RUN(test_query_schema);
 	RUN(test_long_string);
+	RUN(test_memory_budget);
 	RUN(test_timeline);
 	RUN(test_version);
 	return check_status();

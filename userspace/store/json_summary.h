@@ -35,12 +35,13 @@
  * (rows, histogram bins, duration, error counters, lost events). s is not
  * finished. On error s is unchanged (but for -ENOMEM while adding to a
  * non-empty s) and err holds one line naming the file and where: the line
- * and column of bad JSON ("run.json: line 3, column 17: '}' expected near
+ * and column of bad JSON ("run.json: line 3, column 16: '}' expected near
  * '\"x\"' (not valid JSON)"), the path of a value that breaks the schema
  * ("run.json: queries[3].hist[0].hi_ns: 70 does not match lo_ns 64 (not an
  * sptrace -f json summary)"). Returns 0 or -errno: -EINVAL for content
- * that is not a JSON summary, -EFBIG above JSON_SUMMARY_MAX_FILE, -ENOMEM,
- * or the open()/read() error.
+ * that is not a JSON summary, -EFBIG above JSON_SUMMARY_MAX_FILE or when
+ * its tree would take more than 32 times its size in memory (a file
+ * sptrace wrote takes 10 to 18), -ENOMEM, or the open()/read() error.
  */
 int json_summary__read(const char *path, struct summary *s, char *err,
 		       size_t errlen);
