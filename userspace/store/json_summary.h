@@ -23,7 +23,7 @@
 
 /* Limits on what the reader accepts. */
 #define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */
-#define JSON_SUMMARY_MAX_STRING (64u << 10)	/* bytes of a decoded string */
+#define JSON_SUMMARY_MAX_STRING (64u << 10)	/* bytes of a decoded string or key */
 #define JSON_SUMMARY_MAX_DEPTH 32		/* nested arrays/objects */
 /* Integers are 0..2^63-1 (jansson's json_int_t): a larger one is refused,
  * located by line and column. Real data stays far below (2^63 ns is 292
@@ -36,12 +36,13 @@
  * finished. On error s is unchanged (but for -ENOMEM while adding to a
  * non-empty s) and err holds one line naming the file and where: the line
  * and column of bad JSON ("run.json: line 3, column 16: '}' expected near
- * '\"x\"' (not valid JSON)"), the path of a value that breaks the schema
+ * '"x"' (not valid JSON)"), the path of a value that breaks the schema
  * ("run.json: queries[3].hist[0].hi_ns: 70 does not match lo_ns 64 (not an
  * sptrace -f json summary)"). Returns 0 or -errno: -EINVAL for content
  * that is not a JSON summary, -EFBIG above JSON_SUMMARY_MAX_FILE or when
- * its tree would take more than 32 times its size in memory (a file
- * sptrace wrote takes 10 to 18), -ENOMEM, or the open()/read() error.
+ * its tree would take more than 32 times its size (plus 64 MiB) in memory
+ * (a summary sptrace wrote takes 10 to 18 times), -ENOMEM, or the
+ * open()/read() error.
  */
 int json_summary__read(const char *path, struct summary *s, char *err,
 		       size_t errlen);
