@@ -195,7 +195,7 @@ static int jr_nomem(struct jr *r)
 #define ARENA_REDZONE 0
 #endif
 
-#define ARENA_CHUNK (1u << 20)
+#define ARENA_CHUNK (1u << 20)		/* chunks grow from 4 KiB to this */
 #define ARENA_PER_BYTE 32		/* budget: 32 times the document */
 #define ARENA_BASE (64u << 20)		/* plus 64 MiB */
 
@@ -229,7 +229,11 @@ static void *arena_malloc(size_t n)
 	n = (n + ARENA_REDZONE + align - 1) & ~(align - 1);
 	c = a->top;
 	if (!c || c->cap - c->used < n) {
-		cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+		/* Small documents (most, and the fuzzer's) take little. */
+		cap = a->total < 4096 ? 4096 :
+		      a->total < ARENA_CHUNK ? a->total : ARENA_CHUNK;
+		if (cap < n)
+			cap = n;
 		if (cap > a->budget - a->total)
 			goto over;
 		c = malloc(sizeof(*c) + cap);
