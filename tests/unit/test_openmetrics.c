@@ -5,7 +5,8 @@
  * (line grammar, escapes, UTF-8, families declared once before their
  * samples, no duplicate series, # EOF), hostile names stay distinct
  * series, histograms are cumulative with +Inf == _count and the sum the
- * row's invocation time, and bucket bounds follow the documented rule.
+ * row's invocation time, and bucket bounds follow the documented rule;
+ * the row cache of serve writes the very bytes of a write without it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -502,6 +503,97 @@ static void test_mem(void)
 	summary__free(&s);
 }
 
+/* The exposition of s, without a cache and with c: the same bytes. */
+static void same_with_cache(const struct summary *s,
+			    const struct om_process *procs, size_t nprocs,
+			    struct om_cache *c, const char *what)
+{
+	struct om_buf a = {}, b = {};
+	struct om_input in = { .s = s, .procs = procs, .nprocs = nprocs,
+			       .openmetrics = true };
+
+	CHECK(openmetrics__write(&a, &in) == 0);
+	in.cache = c;
+	CHECK(openmetrics__write(&b, &in) == 0);
+	if (a.len != b.len || memcmp(a.p, b.p, a.len)) {
+		size_t i = 0;
+
+		while (i < a.len && i < b.len && a.p[i] == b.p[i])
+			i++;
+		printf("FAIL %s: cached exposition differs at byte %zu: "
+		       "'%.60s' vs '%.60s'\n", what, i, a.p + i, b.p + i);
+		check_failed++;
+	}
+	om_buf__free(&a);
+	om_buf__free(&b);
+}
+
+/* A row's figures as a scrape reads them. */
+static void add_scraped(struct summary *s, const char *name, uint32_t pid,
+		    uint64_t count, uint64_t hits, uint32_t bucket,
+		    uint64_t n)
+{
+	struct sp_query_stats st = { .count = count, .total_ns = 1000 * count,
+				     .self_ns = 900 * count, .min_ns = 1000,
+				     .max_ns = 1000, .cache_hits = hits };
+
+	CHECK(summary__add_stats_pid(s, name, pid, &st) == 0);
+	if (n)
+		CHECK(summary__add_hist_pid(s, name, pid, bucket, n) == 0);
+}
+
+/*
+ * serve keeps a row's text between scrapes (om_input.cache) and formats
+ * it again only when its figures change: every change must show, however
+ * small; rows that come and go, and processes whose labels appear later.
+ */
+static void test_cache(void)
+{
+	struct om_process procs[] = {
+		{ .pid = 0, .comm = "(exited)", .binary = "" },
+		{ .pid = 7, .comm = "a", .binary = "/bin/a", .title = "a -x",
+		  .alive = true, .rss_bytes = 4096 },
+		{ .pid = 8, .comm = "b\"", .binary = "/bin/b", .alive = true },
+	};
+	struct om_cache *c = om_cache__new();
+	unsigned int round;
+	struct summary s;
+
+	CHECK(c != NULL);
+	for (round = 0; c && round < 8; round++) {
+		summary__init(&s);
+		s.per_pid = true;
+		add_scraped(&s, "q1", 7, 5, 1, 300, 5);
+		/* Round 1 on: only the histogram changes (same stats, the
+		 * observations one bucket up, across a bound, then back). */
+		add_scraped(&s, "hist only", 7, 3, 0,
+			round % 2 ? sp_hist_bucket(60000) : sp_hist_bucket(40000),
+			3);
+		/* Only a counter changes. */
+		add_scraped(&s, "hits only", 8, 1, round, 10, 1);
+		/* Appears in round 2, gone in round 5. */
+		if (round >= 2 && round < 5)
+			add_scraped(&s, "new \xff name", 7, round, 0, 500, round);
+		/* A pid with no labels until round 3. */
+		add_scraped(&s, "q1", 9, 2, 0, 200, 2);
+		/* Everything at once in round 6. */
+		if (round == 6)
+			add_scraped(&s, "q1", 7, 1, 1, 900, 1);
+		same_with_cache(&s, procs, 3, c, "round");
+		if (round >= 3) {
+			struct om_process more[] = {
+				procs[0], procs[1], procs[2],
+				{ .pid = 9, .comm = "late", .binary = "/x",
+				  .alive = true },
+			};
+
+			same_with_cache(&s, more, 4, c, "labels appear");
+		}
+		summary__free(&s);
+	}
+	om_cache__free(c);
+}
+
 static void test_listen_policy(void)
 {
 	struct sockaddr_storage ss;
@@ -536,6 +628,7 @@ int main(void)
 	RUN(test_bound_rule);
 	RUN(test_empty);
 	RUN(test_mem);
+	RUN(test_cache);
 	RUN(test_listen_policy);
 	return check_status();
 }

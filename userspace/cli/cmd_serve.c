@@ -53,6 +53,12 @@ struct serve {
 	uint64_t cache_ns[2];
 	uint64_t last_read_ns;
 	size_t last_len;		/* the last body's size: the next one's */
+	/* The pages of a body no connection sends any more: the next body
+	 * is written into them, not into fresh pages to fault in. */
+	char *spare;
+	size_t spare_cap;
+	bool closing;
+	struct om_cache *om;		/* rendered rows, kept between scrapes */
 	double read_s;
 	bool failed;
 };
@@ -179,6 +185,27 @@ static int proc_cmp(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* A body's pages while MHD has them. */
+struct body_pages {
+	struct serve *sv;
+	char *p;
+	size_t cap;
+};
+
+static void body_released(void *ctx)
+{
+	struct body_pages *bp = ctx;
+	struct serve *sv = bp->sv;
+
+	if (!sv->closing && !sv->spare) {
+		sv->spare = bp->p;
+		sv->spare_cap = bp->cap;
+	} else {
+		free(bp->p);
+	}
+	free(bp);
+}
+
 /* Reads the maps and renders one exposition; NULL on error (reported). */
 static struct serve_body *render(struct serve *sv, bool openmetrics)
 {
@@ -188,6 +215,7 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 	struct om_process *procs = NULL;
 	struct om_buf b = {};
 	struct serve_body *body = NULL;
+	struct body_pages *bp = NULL;
 	struct mem_report mr;
 	struct summary s;
 	uint64_t t0 = now_ns();
@@ -240,22 +268,34 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 	h.http_rejected = sv->srv.rejected;
 	h.self_rss_bytes = rss_of("self");
 	h.read_seconds = sv->read_s;
-	/* Room for a body like the last one: no copies while it grows. */
-	b.p = malloc(sv->last_len + sv->last_len / 8);
-	if (b.p)
-		b.cap = sv->last_len + sv->last_len / 8;
+	if (sv->spare) {
+		b.p = sv->spare;
+		b.cap = sv->spare_cap;
+		sv->spare = NULL;
+	} else {
+		/* Room for a body like the last one: no copies while it
+		 * grows. */
+		b.p = malloc(sv->last_len + sv->last_len / 8);
+		if (b.p)
+			b.cap = sv->last_len + sv->last_len / 8;
+	}
 	err = openmetrics__write(&b, &(struct om_input){
 		.s = &s, .mem = sv->mem ? &mr : NULL,
 		.procs = procs, .nprocs = n, .h = &h,
-		.openmetrics = openmetrics,
+		.openmetrics = openmetrics, .cache = sv->om,
 	});
 	if (err)
 		goto cleanup;
 	sv->last_len = b.len;
-	/* Takes b.p, even when it fails. */
-	body = serve_body__new(b.p, b.len,
-			       openmetrics__content_type(openmetrics));
+	bp = malloc(sizeof(*bp));
+	if (!bp)
+		goto cleanup;
+	*bp = (struct body_pages){ .sv = sv, .p = b.p, .cap = b.cap };
+	/* bp and its pages are body_released()'s, even when it fails. */
 	b.p = NULL;
+	body = serve_body__lend(bp->p, b.len,
+				openmetrics__content_type(openmetrics),
+				body_released, bp);
 cleanup:
 	if (!body && !sv->failed) {
 		sp_err("serve: cannot render /metrics: %s",
@@ -276,13 +316,13 @@ static struct serve_body *metrics(void *ctx, bool openmetrics)
 	int k = openmetrics;
 
 	if (!sv->cache[k] || now - sv->cache_ns[k] > SERVE_CACHE_NS) {
-		struct serve_body *b = render(sv, openmetrics);
-
-		if (!b)
-			return NULL;
-		/* Connections still sending the old body hold it. */
+		/* Dropped first: unless a connection still sends it (it
+		 * holds a reference), the new body is written into its
+		 * pages. */
 		serve_body__put(sv->cache[k]);
-		sv->cache[k] = b;
+		sv->cache[k] = render(sv, openmetrics);
+		if (!sv->cache[k])
+			return NULL;
 		sv->cache_ns[k] = now;
 	}
 	return sv->cache[k];
@@ -351,6 +391,13 @@ int cmd_serve(int argc, char **argv)
 	if (!serve_http__is_loopback(&addr))
 		sp_warn("serving on %s, not a loopback address: whoever reaches it reads the query names and process labels",
 			sv->srv.addr);
+	sv->om = om_cache__new();
+	if (!sv->om) {
+		serve_http__close(&sv->srv);
+		free(sv);
+		session_opts__free(&env.so);
+		return 1;
+	}
 	session__init(&sv->ss, &env.so);
 	query_provider__init(&sv->qp, &p);
 	exited_rows__init(&sv->rows, &sv->qp, &sv->ss, env.keep_exited_s);
@@ -372,9 +419,12 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (!err)
 		status = 0;
+	sv->closing = true;
 	serve_http__close(&sv->srv);
 	serve_body__put(sv->cache[0]);
 	serve_body__put(sv->cache[1]);
+	free(sv->spare);
+	om_cache__free(sv->om);
 	exited_rows__free(&sv->rows);
 	session__destroy(&sv->ss);
 	if (err)

@@ -82,6 +82,29 @@ struct serve_body *serve_body__new(char *data, size_t len,
 	return (struct serve_body *)r;
 }
 
+struct serve_body *serve_body__lend(const char *data, size_t len,
+				    const char *content_type,
+				    void (*release)(void *ctx), void *ctx)
+{
+	struct MHD_Response *r;
+
+	/* MHD only reads a buffer response's bytes. */
+	r = MHD_create_response_from_buffer_with_free_callback_cls(
+		len, (void *)data, release, ctx);
+	if (!r) {
+		release(ctx);
+		return NULL;
+	}
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				    content_type) != MHD_YES ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION,
+				    "close") != MHD_YES) {
+		MHD_destroy_response(r);
+		return NULL;
+	}
+	return (struct serve_body *)r;
+}
+
 void serve_body__put(struct serve_body *b)
 {
 	if (b)

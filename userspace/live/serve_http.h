@@ -31,6 +31,12 @@ struct serve_body;
  * failure). NULL if out of memory. */
 struct serve_body *serve_body__new(char *data, size_t len,
 				   const char *content_type);
+/* The same for bytes that stay the caller's: release(ctx) is called
+ * once no connection needs them any more (or here, on failure), so the
+ * caller can write its next body into the same pages. */
+struct serve_body *serve_body__lend(const char *data, size_t len,
+				    const char *content_type,
+				    void (*release)(void *ctx), void *ctx);
 /* Drops the caller's reference. NULL is a no-op. */
 void serve_body__put(struct serve_body *b);
 

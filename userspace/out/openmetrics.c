@@ -83,7 +83,11 @@ static void puts_(struct om_buf *b, const char *s)
 	put(b, s, strlen(s));
 }
 
-static void put_u64(struct om_buf *b, uint64_t v)
+/* Longest text of fmt_u64() and fmt_secs(). */
+#define OM_NUM_MAX 32
+
+/* v in decimal at o; its length. */
+static size_t fmt_u64(char *o, uint64_t v)
 {
 	char tmp[24];
 	int i = sizeof(tmp);
@@ -92,23 +96,37 @@ static void put_u64(struct om_buf *b, uint64_t v)
 		tmp[--i] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	put(b, tmp + i, sizeof(tmp) - (size_t)i);
+	memcpy(o, tmp + i, sizeof(tmp) - (size_t)i);
+	return sizeof(tmp) - (size_t)i;
 }
 
 /* ns as seconds, exactly: "12.000345678". */
-static void put_secs(struct om_buf *b, uint64_t ns)
+static size_t fmt_secs(char *o, uint64_t ns)
 {
-	char frac[10];
 	uint64_t f = ns % 1000000000ull;
+	size_t n = fmt_u64(o, ns / 1000000000ull);
 	int i;
 
-	put_u64(b, ns / 1000000000ull);
-	frac[0] = '.';
+	o[n] = '.';
 	for (i = 9; i >= 1; i--) {
-		frac[i] = (char)('0' + f % 10);
+		o[n + (size_t)i] = (char)('0' + f % 10);
 		f /= 10;
 	}
-	put(b, frac, sizeof(frac));
+	return n + 10;
+}
+
+static void put_u64(struct om_buf *b, uint64_t v)
+{
+	char tmp[OM_NUM_MAX];
+
+	put(b, tmp, fmt_u64(tmp, v));
+}
+
+static void put_secs(struct om_buf *b, uint64_t ns)
+{
+	char tmp[OM_NUM_MAX];
+
+	put(b, tmp, fmt_secs(tmp, ns));
 }
 
 static uint32_t fnv1a32(const char *s)
@@ -227,33 +245,6 @@ static void family(struct om_buf *b, const struct om_input *in,
 	}
 }
 
-/* Where each row's label set starts in `lab` (lab->p + off[i]), NUL-ended. */
-struct labels {
-	struct om_buf lab;
-	size_t *off;
-};
-
-static int make_labels(const struct om_input *in, struct labels *l)
-{
-	const struct summary *s = in->s;
-	unsigned int i;
-
-	l->off = calloc(s->nrows + 1, sizeof(*l->off));
-	if (!l->off)
-		return -ENOMEM;
-	for (i = 0; i < s->nrows; i++) {
-		const struct sp_query_row *r = &s->rows[i];
-
-		l->off[i] = l->lab.len;
-		puts_(&l->lab, "query=");
-		put_label_value(&l->lab, r->name, true);
-		put(&l->lab, ",", 1);
-		put_proc_labels(&l->lab, r->pid, proc_of(in, r->pid));
-		put(&l->lab, "", 1);
-	}
-	return l->lab.oom ? -ENOMEM : 0;
-}
-
 enum field {
 	F_COUNT, F_CACHE_HITS, F_BLOCKED, F_BLOCKED_NS, F_INCR, F_INCR_NS,
 	F_SELF_NS, F_TOTAL_NS,
@@ -283,6 +274,14 @@ static const struct {
 	  F_TOTAL_NS },
 };
 
+#define OM_NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
+/* A row's numbers: its counters, its cumulative bucket counts (+Inf
+ * last), _count and _sum. */
+#define OM_NUM_BUCKET OM_NCOUNTERS
+#define OM_NUM_COUNT (OM_NUM_BUCKET + OM_NBOUNDS + 1)
+#define OM_NUM_SUM (OM_NUM_COUNT + 1)
+#define OM_NNUMS (OM_NUM_SUM + 1)
+
 static uint64_t field_of(const struct sp_query_stats *st, enum field f)
 {
 	switch (f) {
@@ -298,63 +297,340 @@ static uint64_t field_of(const struct sp_query_stats *st, enum field f)
 	return 0;
 }
 
-static void sample_start(struct om_buf *b, const char *name,
-			 const char *suffix, const char *labels)
+/*
+ * The pieces of a row's samples that do not depend on the family: its
+ * escaped `query` label and its numbers as text. With 10,000 rows most
+ * of a write is copying these; a row whose figures are those of the
+ * last write keeps its text (a scrape re-formats only the rows that
+ * changed).
+ */
+struct om_row {
+	char *name;			/* the key, with pid (owned) */
+	uint32_t pid;
+	uint32_t seen;			/* the last write that had it */
+	char *qlab;			/* query="..." (owned) */
+	size_t qlab_len;
+	struct sp_query_stats st;	/* what `num` says */
+	uint64_t cum[OM_NBOUNDS + 1];	/* per bound, not yet cumulative */
+	char *num;			/* number i ends at end[i] (owned) */
+	uint16_t end[OM_NNUMS];
+	bool formatted;
+};
+
+struct om_cache {
+	struct om_row *rows;
+	size_t n, cap;
+	uint32_t *slots;		/* (name, pid) -> row + 1 */
+	size_t nslots;			/* a power of two, >= 2 * cap */
+	uint32_t gen;
+};
+
+struct om_cache *om_cache__new(void)
 {
-	puts_(b, name);
-	puts_(b, suffix);
-	put(b, "{", 1);
-	puts_(b, labels);
+	return calloc(1, sizeof(struct om_cache));
 }
 
-static void write_histograms(struct om_buf *b, const struct om_input *in,
-			     const struct labels *l)
+static void row_free(struct om_row *r)
 {
-	static const char *const name = "sptrace_query_latency_seconds";
-	const struct summary *s = in->s;
-	uint64_t cum[OM_NBOUNDS + 1];
-	unsigned int i, j;
+	free(r->name);
+	free(r->qlab);
+	free(r->num);
+}
+
+void om_cache__free(struct om_cache *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->n; i++)
+		row_free(&c->rows[i]);
+	free(c->rows);
+	free(c->slots);
+	free(c);
+}
+
+static uint64_t row_hash(const char *name, uint32_t pid)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (*name) {
+		h ^= (unsigned char)*name++;
+		h *= 0x100000001b3ull;
+	}
+	return h ^ ((uint64_t)pid * 0x9e3779b97f4a7c15ull);
+}
+
+static uint32_t *slot_of(const struct om_cache *c, const char *name,
+			 uint32_t pid)
+{
+	size_t mask = c->nslots - 1, i = row_hash(name, pid) & mask;
+
+	while (c->slots[i] && (c->rows[c->slots[i] - 1].pid != pid ||
+			       strcmp(c->rows[c->slots[i] - 1].name, name)))
+		i = (i + 1) & mask;
+	return &c->slots[i];
+}
+
+static int slots_rebuild(struct om_cache *c, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	size_t i;
+
+	if (!slots)
+		return -ENOMEM;
+	free(c->slots);
+	c->slots = slots;
+	c->nslots = nslots;
+	for (i = 0; i < c->n; i++)
+		*slot_of(c, c->rows[i].name, c->rows[i].pid) = (uint32_t)i + 1;
+	return 0;
+}
+
+/* The cached row (name, pid), made on first sight; its index or -ENOMEM. */
+static long cache_row(struct om_cache *c, const char *name, uint32_t pid)
+{
+	struct om_buf q = {};
+	struct om_row *r;
+	uint32_t *slot;
+
+	if (c->nslots) {
+		slot = slot_of(c, name, pid);
+		if (*slot)
+			return (long)*slot - 1;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 256;
+		struct om_row *rows;
+
+		if (cap > UINT32_MAX / 4)
+			return -ENOMEM;
+		rows = realloc(c->rows, cap * sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		c->rows = rows;
+		c->cap = cap;
+		if (slots_rebuild(c, 2 * cap))
+			return -ENOMEM;
+	}
+	puts_(&q, "query=");
+	put_label_value(&q, name, true);
+	r = &c->rows[c->n];
+	memset(r, 0, sizeof(*r));
+	r->name = strdup(name);
+	r->pid = pid;
+	/* Its own size: an om_buf starts at 64 KiB. */
+	r->qlab = q.oom ? NULL : malloc(q.len);
+	r->qlab_len = q.len;
+	if (r->qlab)
+		memcpy(r->qlab, q.p, q.len);
+	om_buf__free(&q);
+	if (!r->name || !r->qlab) {
+		row_free(r);
+		return -ENOMEM;
+	}
+	*slot_of(c, name, pid) = (uint32_t)++c->n;
+	return (long)c->n - 1;
+}
+
+/* The row's numbers as text, unless they are those already written. */
+static int row_format(struct om_row *e, const struct sp_query_row *r)
+{
+	uint64_t cum[OM_NBOUNDS + 1] = { 0 }, total = 0, sum_ns;
+	char t[OM_NNUMS * OM_NUM_MAX], *num;
+	size_t len = 0;
+	unsigned int j, i;
 	int k;
 
-	family(b, in, name, "histogram", "seconds",
-	       "Latency (total time) of each invocation of the query.");
-	for (i = 0; i < s->nrows; i++) {
-		const struct sp_query_row *r = &s->rows[i];
-		const char *lab = l->lab.p + l->off[i];
-		uint64_t total = 0, sum_ns;
+	for (j = 0, k = 0; j < r->nbins; j++) {
+		uint64_t top = sp_hist_bucket_hi(r->bins[j].bucket) - 1;
 
-		memset(cum, 0, sizeof(cum));
-		for (j = 0, k = 0; j < r->nbins; j++) {
-			uint64_t top = sp_hist_bucket_hi(r->bins[j].bucket) - 1;
-
-			/* Bins are sorted: the bound index only grows. */
-			while (k < OM_NBOUNDS && top > om_bounds_ns[k])
-				k++;
-			cum[k] += r->bins[j].count;
-		}
-		for (k = 0; k <= OM_NBOUNDS; k++) {
-			total += cum[k];
-			sample_start(b, name, "_bucket", lab);
-			puts_(b, ",le=\"");
-			puts_(b, k < OM_NBOUNDS ? bound_str[k] : "+Inf");
-			puts_(b, "\"} ");
-			put_u64(b, total);
-			put(b, "\n", 1);
-		}
-		sample_start(b, name, "_count", lab);
-		puts_(b, "} ");
-		put_u64(b, total);
-		put(b, "\n", 1);
-		/* Every observation is an invocation's total time: the
-		 * row's time minus its blocked and incremental-load time. */
-		sum_ns = r->st.total_ns - r->st.blocked_ns - r->st.incr_load_ns;
-		if (sum_ns > r->st.total_ns)
-			sum_ns = 0;
-		sample_start(b, name, "_sum", lab);
-		puts_(b, "} ");
-		put_secs(b, sum_ns);
-		put(b, "\n", 1);
+		/* Bins are sorted: the bound index only grows. */
+		while (k < OM_NBOUNDS && top > om_bounds_ns[k])
+			k++;
+		cum[k] += r->bins[j].count;
 	}
+	if (e->formatted && !memcmp(&e->st, &r->st, sizeof(e->st)) &&
+	    !memcmp(e->cum, cum, sizeof(cum)))
+		return 0;
+	for (i = 0; i < OM_NCOUNTERS; i++) {
+		uint64_t v = field_of(&r->st, counters[i].f);
+
+		len += counters[i].unit ? fmt_secs(t + len, v)
+					: fmt_u64(t + len, v);
+		e->end[i] = (uint16_t)len;
+	}
+	for (k = 0; k <= OM_NBOUNDS; k++) {
+		total += cum[k];
+		len += fmt_u64(t + len, total);
+		e->end[OM_NUM_BUCKET + k] = (uint16_t)len;
+	}
+	len += fmt_u64(t + len, total);
+	e->end[OM_NUM_COUNT] = (uint16_t)len;
+	/* Every observation is an invocation's total time: the row's time
+	 * minus its blocked and incremental-load time. */
+	sum_ns = r->st.total_ns - r->st.blocked_ns - r->st.incr_load_ns;
+	if (sum_ns > r->st.total_ns)
+		sum_ns = 0;
+	len += fmt_secs(t + len, sum_ns);
+	e->end[OM_NUM_SUM] = (uint16_t)len;
+	num = realloc(e->num, len);
+	if (!num) {
+		e->formatted = false;
+		return -ENOMEM;
+	}
+	memcpy(num, t, len);
+	e->num = num;
+	e->st = r->st;
+	memcpy(e->cum, cum, sizeof(cum));
+	e->formatted = true;
+	return 0;
+}
+
+/* Drops the rows the last write did not have. */
+static int cache_sweep(struct om_cache *c)
+{
+	size_t i, j;
+
+	for (i = j = 0; i < c->n; i++) {
+		if (c->rows[i].seen == c->gen)
+			c->rows[j++] = c->rows[i];
+		else
+			row_free(&c->rows[i]);
+	}
+	if (j == c->n)
+		return 0;
+	c->n = j;
+	return slots_rebuild(c, c->nslots);
+}
+
+/* A sample's text is found, per row, at these. */
+struct row_ref {
+	size_t row;			/* in the cache */
+	const struct om_row *e;
+	size_t plab;			/* offset of its process labels */
+	size_t plab_len;
+};
+
+/* name{query="..",pid="..",...MID NUMBER\n */
+static void put_sample(struct om_buf *b, const char *pre, size_t pre_len,
+		       const struct row_ref *r, const char *plab,
+		       const char *mid, size_t mid_len, unsigned int num)
+{
+	size_t n0 = num ? r->e->end[num - 1] : 0;
+	size_t nlen = r->e->end[num] - n0;
+	size_t len = pre_len + r->e->qlab_len + 1 + r->plab_len + mid_len +
+		     nlen + 1;
+	char *o;
+
+	if (!grow(b, len))
+		return;
+	o = b->p + b->len;
+	memcpy(o, pre, pre_len);
+	o += pre_len;
+	memcpy(o, r->e->qlab, r->e->qlab_len);
+	o += r->e->qlab_len;
+	*o++ = ',';
+	memcpy(o, plab + r->plab, r->plab_len);
+	o += r->plab_len;
+	memcpy(o, mid, mid_len);
+	o += mid_len;
+	memcpy(o, r->e->num + n0, nlen);
+	o[nlen] = '\n';
+	b->len += len;
+}
+
+static void write_rows(struct om_buf *b, const struct om_input *in,
+		       const struct row_ref *refs, const char *plab)
+{
+	static const char *const hname = "sptrace_query_latency_seconds";
+	const struct summary *s = in->s;
+	char pre[96], bpre[96], cpre[96], spre[96];
+	char mid[OM_NBOUNDS + 1][24];
+	size_t pre_len, bpre_len, cpre_len, spre_len;
+	size_t mid_len[OM_NBOUNDS + 1];
+	unsigned int i, c;
+	int k;
+
+	for (c = 0; c < OM_NCOUNTERS; c++) {
+		family(b, in, counters[c].name, "counter", counters[c].unit,
+		       counters[c].help);
+		pre_len = (size_t)snprintf(pre, sizeof(pre), "%s_total{",
+					   counters[c].name);
+		for (i = 0; i < s->nrows; i++)
+			put_sample(b, pre, pre_len, &refs[i], plab, "} ", 2, c);
+	}
+	family(b, in, hname, "histogram", "seconds",
+	       "Latency (total time) of each invocation of the query.");
+	bpre_len = (size_t)snprintf(bpre, sizeof(bpre), "%s_bucket{", hname);
+	cpre_len = (size_t)snprintf(cpre, sizeof(cpre), "%s_count{", hname);
+	spre_len = (size_t)snprintf(spre, sizeof(spre), "%s_sum{", hname);
+	for (k = 0; k <= OM_NBOUNDS; k++)
+		mid_len[k] = (size_t)snprintf(mid[k], sizeof(mid[k]),
+					      ",le=\"%s\"} ",
+					      k < OM_NBOUNDS ? bound_str[k]
+							     : "+Inf");
+	for (i = 0; i < s->nrows; i++) {
+		for (k = 0; k <= OM_NBOUNDS; k++)
+			put_sample(b, bpre, bpre_len, &refs[i], plab, mid[k],
+				   mid_len[k], OM_NUM_BUCKET + (unsigned int)k);
+		put_sample(b, cpre, cpre_len, &refs[i], plab, "} ", 2,
+			   OM_NUM_COUNT);
+		put_sample(b, spre, spre_len, &refs[i], plab, "} ", 2,
+			   OM_NUM_SUM);
+	}
+}
+
+/* The rows' pieces, from the cache or made now, and every process's
+ * labels once: refs[i] for row i, labels in *plab. */
+static int rows_prepare(const struct om_input *in, struct om_cache *c,
+			struct row_ref *refs, struct om_buf *plab)
+{
+	const struct summary *s = in->s;
+	size_t *poff, p;
+	unsigned int i;
+	long e;
+	int err = 0;
+
+	c->gen++;
+	poff = calloc(in->nprocs + 1, sizeof(*poff));
+	if (!poff)
+		return -ENOMEM;
+	for (p = 0; p < in->nprocs; p++) {
+		poff[p] = plab->len;
+		put_proc_labels(plab, in->procs[p].pid, &in->procs[p]);
+	}
+	poff[in->nprocs] = plab->len;
+	for (i = 0; !err && i < s->nrows; i++) {
+		const struct sp_query_row *r = &s->rows[i];
+		const struct om_process *op = proc_of(in, r->pid);
+
+		e = cache_row(c, r->name, r->pid);
+		if (e < 0) {
+			err = (int)e;
+			break;
+		}
+		refs[i].row = (size_t)e;
+		if (op) {
+			p = (size_t)(op - in->procs);
+			refs[i].plab = poff[p];
+			refs[i].plab_len = poff[p + 1] - poff[p];
+		} else {
+			/* Not among the processes: labels of its own. */
+			refs[i].plab = plab->len;
+			put_proc_labels(plab, r->pid, NULL);
+			refs[i].plab_len = plab->len - refs[i].plab;
+		}
+		c->rows[e].seen = c->gen;
+		err = row_format(&c->rows[e], r);
+	}
+	free(poff);
+	if (!err && plab->oom)
+		err = -ENOMEM;
+	/* The cache's array has stopped moving. */
+	for (i = 0; !err && i < s->nrows; i++)
+		refs[i].e = &c->rows[refs[i].row];
+	return err;
 }
 
 static void scalar(struct om_buf *b, const struct om_input *in,
@@ -488,40 +764,33 @@ static void write_mem(struct om_buf *b, const struct om_input *in)
 
 int openmetrics__write(struct om_buf *b, const struct om_input *in)
 {
-	const struct summary *s = in->s;
-	struct labels l = {};
-	unsigned int i, c;
+	struct om_cache *c = in->cache ? in->cache : om_cache__new();
+	struct row_ref *refs;
+	struct om_buf plab = {};
+	int err;
 
-	if (make_labels(in, &l)) {
-		om_buf__free(&l.lab);
-		free(l.off);
-		return -ENOMEM;
+	refs = calloc(in->s->nrows + 1, sizeof(*refs));
+	if (!c || !refs) {
+		err = -ENOMEM;
+		goto cleanup;
 	}
-	for (c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
-		bool secs = counters[c].unit != NULL;
-
-		family(b, in, counters[c].name, "counter", counters[c].unit,
-		       counters[c].help);
-		for (i = 0; i < s->nrows; i++) {
-			uint64_t v = field_of(&s->rows[i].st, counters[c].f);
-
-			sample_start(b, counters[c].name, "_total",
-				     l.lab.p + l.off[i]);
-			puts_(b, "} ");
-			if (secs)
-				put_secs(b, v);
-			else
-				put_u64(b, v);
-			put(b, "\n", 1);
-		}
-	}
-	write_histograms(b, in, &l);
+	err = rows_prepare(in, c, refs, &plab);
+	if (err)
+		goto cleanup;
+	write_rows(b, in, refs, plab.p);
 	if (in->mem)
 		write_mem(b, in);
 	write_health(b, in);
 	if (in->openmetrics)
 		puts_(b, "# EOF\n");
-	om_buf__free(&l.lab);
-	free(l.off);
-	return b->oom ? -ENOMEM : 0;
+	err = b->oom ? -ENOMEM : 0;
+cleanup:
+	/* Rows that went (their process evicted, --top) are forgotten. */
+	if (c && !err)
+		err = cache_sweep(c);
+	if (c != in->cache)
+		om_cache__free(c);
+	om_buf__free(&plab);
+	free(refs);
+	return err;
 }

@@ -36,6 +36,8 @@ struct om_health {
 };
 
 struct mem_report;
+/* What the writer kept of each row between two expositions. */
+struct om_cache;
 
 struct om_input {
 	const struct summary *s;	/* per pid; finished not required */
@@ -44,6 +46,10 @@ struct om_input {
 	size_t nprocs;
 	const struct om_health *h;
 	bool openmetrics;		/* OpenMetrics 1.0, else text 0.0.4 */
+	/* Or NULL. The rows' escaped names and formatted numbers from the
+	 * last write: a row whose figures did not change is copied, not
+	 * formatted again. The bytes are those of a write without it. */
+	struct om_cache *cache;
 };
 
 /* A growing output buffer: the response body. */
@@ -57,6 +63,10 @@ struct om_buf {
  * to 10 s), then +Inf. */
 #define OM_NBOUNDS 22
 extern const uint64_t om_bounds_ns[OM_NBOUNDS];
+
+/* NULL if out of memory. */
+struct om_cache *om_cache__new(void);
+void om_cache__free(struct om_cache *c);
 
 /* Appends the exposition of `in` to b. 0 or -ENOMEM. */
 int openmetrics__write(struct om_buf *b, const struct om_input *in);
