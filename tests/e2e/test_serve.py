@@ -5,6 +5,7 @@ series appear, keep their final values, then leave after --keep-exited),
 and a server that keeps serving and tracing under 100 concurrent scrapes,
 a stalled client, malformed requests and clients that hang up
 mid-response. Also the listen policy."""
+import json
 import os
 import signal
 import socket
@@ -330,6 +331,116 @@ def test_load(url, serve):
         big.communicate(timeout=30)
 
 
+def hist_top(ns):
+    """The largest value of the kernel bucket holding `ns`
+    (include/sptrace/hist.h: sp_hist_bucket_hi(sp_hist_bucket(ns)) - 1)."""
+    if ns < 32:
+        return ns
+    shift = ns.bit_length() - 1 - 5
+    return ((ns >> shift) << shift) + (1 << shift) - 1
+
+
+def test_changes_between_scrapes(url):
+    """serve keeps each row's rendered text between scrapes and formats
+    again only rows whose figures changed: after a change through the
+    host, every figure of the next scrape is the host's own (counter only,
+    histogram bucket only, a new query, the process's exit), none is left
+    from the last rendering."""
+    h = subprocess.Popen([HOST, "--names", "3", "--steps"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    lat = {i: [] for i in range(3)}     # (inner, outer) per invocation
+    hits = {i: 0 for i in range(3)}
+
+    def step(cmd):
+        h.stdin.write(cmd + "\n")
+        h.stdin.flush()
+        r = json.loads(h.stdout.readline())
+        i = int(cmd.split()[1])
+        if cmd[0] == "q":
+            lat[i] += list(zip(r["inner_ns"], r["outer_ns"]))
+        else:
+            hits[i] += r["hits"]
+
+    def fresh():
+        time.sleep(0.6)     # past serve's 500 ms render cache
+        return samples(url)
+
+    def check_host(s, label):
+        for i in range(3):
+            q = "q%05d" % i
+            what = "%s %s" % (label, q)
+            n = len(lat[i])
+            inv = value(s, "sptrace_query_invocations_total", query=q,
+                        pid=h.pid)
+            if not n and not hits[i]:
+                check(inv is None, "%s: no series before its first query"
+                      % what)
+                continue
+            eq(inv, float(n), what + ": invocations, the host's")
+            eq(value(s, "sptrace_query_cache_hits_total", query=q,
+                     pid=h.pid), float(hits[i]), what + ": cache hits")
+            eq(value(s, "sptrace_query_latency_seconds_count", query=q,
+                     pid=h.pid), float(n), what + ": _count")
+            tot = value(s, "sptrace_query_latency_seconds_sum", query=q,
+                        pid=h.pid)
+            lo = sum(a for a, b in lat[i]) / 1e9
+            hi = sum(b for a, b in lat[i]) / 1e9
+            check(tot is not None and lo - 1e-6 <= tot <= hi + 1e-6,
+                  "%s: _sum %s s in [host's inner %.9f, outer %.9f]" %
+                  (what, tot, lo, hi))
+            # Each bound: between the invocations surely under it (their
+            # outer reading's kernel bucket is) and those possibly under.
+            bad, nb = [], 0
+            for n_, l, v in s:
+                if (n_ != "sptrace_query_latency_seconds_bucket" or
+                        l["query"] != q or l["pid"] != str(h.pid)):
+                    continue
+                nb += 1
+                le = float(l["le"])
+                sure = sum(1 for a, b in lat[i] if hist_top(b) <= le * 1e9)
+                maybe = sum(1 for a, b in lat[i] if hist_top(a) <= le * 1e9)
+                if not sure <= v <= maybe:
+                    bad.append((l["le"], v, sure, maybe))
+            check(nb == 23 and not bad,
+                  "%s: each of %d buckets within the host's counts (misses "
+                  "(le, got, sure, maybe): %s)" % (what, nb, bad))
+
+    try:
+        step("q 0 300 5")
+        step("q 1 300 3")
+        step("h 1 2")
+        s = fresh()
+        check_host(s, "scrape 1")
+        b1 = [value(s, "sptrace_query_latency_seconds_bucket", query="q00001",
+                    pid=h.pid, le=le) for le in ("0.0005", "+Inf")]
+        # Only q00000's cache hits; q00001 into another bucket; q00002 new.
+        step("h 0 3")
+        step("q 1 3000 2")
+        step("q 2 300 1")
+        s = fresh()
+        check_host(s, "scrape 2")
+        b2 = [value(s, "sptrace_query_latency_seconds_bucket", query="q00001",
+                    pid=h.pid, le=le) for le in ("0.0005", "+Inf")]
+        # 3 ms queries: not under 0.5 ms, so only higher buckets moved.
+        check(b1 == [3, 3] and b2 == [3, 5],
+              "q00001 buckets le=0.0005, +Inf: [3, 3], then [3, 5] (%s, %s)"
+              % (b1, b2))
+        ev = value(s, "sptrace_evicted_rows_total")
+        h.stdin.close()
+        eq(h.wait(timeout=30), 0, "steps host exits 0")
+        # Exited: its rows leave the kernel maps, their figures stay.
+        s = wait_for(lambda: (lambda s: s if value(
+            s, "sptrace_evicted_rows_total") == ev + 3 else None)(fresh()),
+            "eviction of the steps host's rows")
+        if s:
+            check_host(s, "after its exit")
+    finally:
+        if h.poll() is None:
+            h.kill()
+            h.wait()
+
+
 def test_many_processes():
     """Bounded kernel maps: 20 processes of 3 queries each, one after the
     other, through a `queries` map of 16 rows. Without eviction it would be
@@ -465,6 +576,7 @@ try:
         test_concurrent(url, serve)
         test_connection_limit(url, serve)
         test_load(url, serve)
+        test_changes_between_scrapes(url)
 finally:
     eq(stop_serve(serve), 0, "serve exits 0 on Ctrl-C")
 test_many_processes()

@@ -5,7 +5,7 @@
  *
  *   fleet_host [--names N] [--rounds K] [--pause-ms M] [--spin-us U]
  *              [--slow-every S --slow-us V] [--wait] [--times FILE]
- *              [--vm-child-ms C] [--spin-factor F]
+ *              [--vm-child-ms C] [--spin-factor F] [--steps]
  *
  * One round: for each of the N names (heap strings "q00000", "q00001",
  * ...) one query of U us (busy-wait) and one cache hit. Every S-th round
@@ -29,6 +29,16 @@
  * [INNER_NS, OUTER_NS]. The two CLOCK_REALTIME readings are taken just
  * before and just after the END probe: the END happened between them
  * (what a scrape's timestamp is compared with).
+ *
+ * --steps: no rounds; commands from stdin, one a line, each answered by
+ * one JSON line once done (so a test changes the figures between two
+ * scrapes and knows by how much):
+ *
+ *   q I US N   N queries of name I, each a busy-wait of US us; answers
+ *              {"inner_ns":[...],"outer_ns":[...]}, the latencies as above
+ *   h I N      N cache hits of name I; answers {"hits":N}
+ *
+ * End of input ends it (no JSON summary).
  */
 #include <sched.h>
 #include <signal.h>
@@ -64,6 +74,56 @@ static void on_go(int sig)
 	go = 1;
 }
 
+/* --steps: see the top of the file. */
+static int steps(char **v, long names)
+{
+	uint64_t inner[256], outer[256];
+	char line[128];
+	long i, us, n, k;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		if (sscanf(line, "q %ld %ld %ld", &i, &us, &n) == 3 &&
+		    i >= 0 && i < names && n > 0 && n <= 256 && us >= 0) {
+			for (k = 0; k < n; k++) {
+				uint64_t o0, t0, t1, o1;
+
+				o0 = gt_now();
+				BARRIER();
+				SP_QUERY_BEGIN(v[i]);
+				BARRIER();
+				t0 = gt_now();
+				gt_spin((uint64_t)us * 1000);
+				t1 = gt_now();
+				BARRIER();
+				SP_QUERY_END(v[i]);
+				BARRIER();
+				o1 = gt_now();
+				inner[k] = t1 - t0;
+				outer[k] = o1 - o0;
+			}
+			printf("{\"inner_ns\":[");
+			for (k = 0; k < n; k++)
+				printf("%s%llu", k ? "," : "",
+				       (unsigned long long)inner[k]);
+			printf("],\"outer_ns\":[");
+			for (k = 0; k < n; k++)
+				printf("%s%llu", k ? "," : "",
+				       (unsigned long long)outer[k]);
+			printf("]}\n");
+		} else if (sscanf(line, "h %ld %ld", &i, &n) == 2 && i >= 0 &&
+			   i < names && n > 0) {
+			for (k = 0; k < n; k++)
+				SP_CACHE_HIT(v[i]);
+			printf("{\"hits\":%ld}\n", n);
+		} else {
+			fprintf(stderr, "fleet_host: bad step '%s'\n", line);
+			return 2;
+		}
+		fflush(stdout);
+	}
+	return 0;
+}
+
 static int vm_child(void *arg)
 {
 	usleep((useconds_t)(long)arg * 1000);
@@ -96,12 +156,14 @@ int main(int argc, char **argv)
 	uint64_t lat_sum = 0, lat_outer_sum = 0, o0, t0, t1, o1, start, (*times)[4] = NULL;
 	size_t ntimes = 0, cap = 0;
 	const char *times_path = NULL;
-	int wait = 0;
+	int wait = 0, step = 0;
 	char **v;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--wait"))
 			wait = 1;
+		else if (!strcmp(argv[i], "--steps"))
+			step = 1;
 		else if (i + 1 < argc && !strcmp(argv[i], "--names"))
 			names = atol(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--rounds"))
@@ -136,6 +198,14 @@ int main(int argc, char **argv)
 	}
 	if (!v)
 		return 1;
+	if (step) {
+		int r = steps(v, names);
+
+		for (i = 0; i < names; i++)
+			free(v[i]);
+		free(v);
+		return r;
+	}
 	if (factor) {
 		inner = calloc((size_t)names, sizeof(*inner));
 		outer = calloc((size_t)names, sizeof(*outer));

@@ -346,7 +346,8 @@ int exited_rows__read(struct exited_rows *f, struct summary *out)
 				     r, r->pid);
 	}
 	if (!err && ngone && f->qp->skel) {
-		err = query_maps__evict(f->qp->skel, gone, ngone, &rows);
+		err = query_maps__evict(f->qp->skel, f->qp->names, gone,
+					ngone, &rows);
 		if (err)
 			sp_err("cannot delete the rows of exited processes from the BPF maps: %s",
 			       strerror(-err));

@@ -3,8 +3,14 @@
  * Live source: reads `queries`, `hist`, `names` and `errors` of
  * bpf/query.bpf.c and feeds the summary. Names are taken from the `names`
  * map the BPF side filled when each row was created; a name it could not
- * read (its page was not present) is read now through the address-space
- * snapshot; failing that the row is named after its address.
+ * read (its page was not present, or the row was made by a drain in
+ * sptrace's own context) is read now through the address-space snapshot;
+ * failing that the row is named after its address.
+ *
+ * A row's name never changes, so the names read are kept between reads
+ * (struct query_names): a repeated read (serve, --interval) looks up only
+ * the rows it has not seen, and a name read from the live process stays
+ * its name once the process is gone and its heap with it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,27 +37,139 @@ _Static_assert(sizeof(struct sp_thread_name) == 8 + SP_THREAD_NAME_LEN,
 	       "sp_thread_name layout");
 
 struct name_entry {
-	struct sp_query_key key;
+	struct sp_query_key key;	/* tgid 0: a free slot */
 	char *str;
+	uint32_t seen;			/* the read that last counted it */
+	bool unresolved;		/* neither BPF nor we could read it */
+};
+
+/* An open-addressing hash of (tgid, name address). */
+struct query_names {
+	struct name_entry *v;
+	size_t n, cap;			/* cap: a power of two */
+	uint32_t read;
 };
 
 struct name_table {
-	struct name_entry *v;
-	size_t n, cap;
+	struct query_names *c;
+	int fd;				/* the `names` map */
+	size_t misses;			/* looked up one by one, this read */
 	query_tag_name_fn tag_name;	/* --func, --query rows */
 	void *tag_ctx;
 	uint64_t unresolved;	/* names neither BPF nor we could read */
 };
 
-static int key_cmp(const void *a, const void *b)
+struct query_names *query_names__new(void)
 {
-	const struct sp_query_key *x = a, *y = b;
+	return calloc(1, sizeof(struct query_names));
+}
 
-	if (x->tgid != y->tgid)
-		return x->tgid < y->tgid ? -1 : 1;
-	if (x->name != y->name)
-		return x->name < y->name ? -1 : 1;
-	return 0;
+void query_names__free(struct query_names *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->cap; i++)
+		free(c->v[i].str);
+	free(c->v);
+	free(c);
+}
+
+static size_t name_slot(const struct query_names *c, __u32 tgid, __u64 name)
+{
+	uint64_t h = (name ^ ((uint64_t)tgid << 40)) * 0x9e3779b97f4a7c15ull;
+	size_t i = (size_t)(h >> 17) & (c->cap - 1);
+
+	while (c->v[i].key.tgid && (c->v[i].key.tgid != tgid ||
+				    c->v[i].key.name != name))
+		i = (i + 1) & (c->cap - 1);
+	return i;
+}
+
+static struct name_entry *name_find(const struct query_names *c, __u32 tgid,
+				    __u64 name)
+{
+	size_t i;
+
+	if (!c->cap)
+		return NULL;
+	i = name_slot(c, tgid, name);
+	return c->v[i].key.tgid ? &c->v[i] : NULL;
+}
+
+/* Takes str. NULL (str freed) if out of memory. */
+static struct name_entry *name_insert(struct query_names *c,
+				      const struct sp_query_key *key,
+				      char *str)
+{
+	struct name_entry *e;
+	size_t i;
+
+	if (!str)
+		return NULL;
+	if (2 * (c->n + 1) > c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024, j;
+		struct query_names old = *c;
+
+		c->v = calloc(cap, sizeof(*c->v));
+		if (!c->v) {
+			*c = old;
+			free(str);
+			return NULL;
+		}
+		c->cap = cap;
+		for (j = 0; j < old.cap; j++)
+			if (old.v[j].key.tgid)
+				c->v[name_slot(c, old.v[j].key.tgid,
+					       old.v[j].key.name)] = old.v[j];
+		free(old.v);
+	}
+	i = name_slot(c, key->tgid, key->name);
+	e = &c->v[i];
+	if (e->key.tgid) {	/* known: keep the first */
+		free(str);
+		return e;
+	}
+	e->key = *key;
+	e->str = str;
+	e->seen = 0;
+	e->unresolved = false;
+	c->n++;
+	return e;
+}
+
+static int u32_cmp(const void *a, const void *b);
+
+/* Forgets the names of processes `tgids` (sorted). */
+static void names_forget(struct query_names *c, const uint32_t *tgids,
+			 size_t n)
+{
+	struct name_entry *old = c->v;
+	size_t cap = c->cap, j;
+
+	if (!c->n)
+		return;
+	/* Rehashed without them: no tombstones to probe past. */
+	c->v = calloc(cap, sizeof(*c->v));
+	if (!c->v) {
+		c->v = old;	/* kept: a later process with the pid and the
+				 * same address would get the old name */
+		return;
+	}
+	c->n = 0;
+	for (j = 0; j < cap; j++) {
+		if (!old[j].key.tgid)
+			continue;
+		if (bsearch(&old[j].key.tgid, tgids, n, sizeof(*tgids),
+			    u32_cmp)) {
+			free(old[j].str);
+			continue;
+		}
+		c->v[name_slot(c, old[j].key.tgid, old[j].key.name)] = old[j];
+		c->n++;
+	}
+	free(old);
 }
 
 /*
@@ -170,55 +288,55 @@ struct names_ctx {
 	struct name_table *t;
 };
 
+/* A `names` entry into the cache: what BPF read, else what we read. */
+static struct name_entry *name_add(struct name_table *t,
+				   const struct addr_spaces *as,
+				   const struct sp_query_key *key,
+				   struct sp_name *val)
+{
+	struct name_entry *e = name_find(t->c, key->tgid, key->name);
+	bool bad = false;
+
+	if (e)
+		return e;
+	val->str[SP_NAME_LEN - 1] = 0;
+	if (!val->str[0] &&
+	    addr_spaces__read_str(as, (pid_t)key->tgid, key->name, val->str,
+				  sizeof(val->str))) {
+		snprintf(val->str, sizeof(val->str),
+			 "<unreadable name 0x%llx in pid %u>",
+			 (unsigned long long)key->name, key->tgid);
+		bad = true;
+	}
+	e = name_insert(t->c, key, strdup(val->str));
+	if (e)
+		e->unresolved = bad;
+	return e;
+}
+
 static int add_name(void *ctx, const void *k, const void *v)
 {
 	struct names_ctx *c = ctx;
-	struct name_table *t = c->t;
 	struct sp_query_key key;
 	struct sp_name val;
 
 	memcpy(&key, k, sizeof(key));
 	memcpy(&val, v, sizeof(val));
-	val.str[SP_NAME_LEN - 1] = 0;
-	if (!val.str[0] &&
-	    addr_spaces__read_str(c->as, (pid_t)key.tgid, key.name, val.str,
-				  sizeof(val.str))) {
-		snprintf(val.str, sizeof(val.str),
-			 "<unreadable name 0x%llx in pid %u>",
-			 (unsigned long long)key.name, key.tgid);
-		t->unresolved++;
-	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct name_entry *nv = realloc(t->v, cap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		t->v = nv;
-		t->cap = cap;
-	}
-	t->v[t->n].key = key;
-	t->v[t->n].str = strdup(val.str);
-	if (!t->v[t->n].str)
-		return -ENOMEM;
-	t->n++;
-	return 0;
+	return name_add(c->t, c->as, &key, &val) ? 0 : -ENOMEM;
 }
 
+/* Every name of the map not yet known, in a few system calls. */
 static int load_names(int fd, const struct addr_spaces *as,
 		      struct name_table *t)
 {
 	struct names_ctx c = { .as = as, .t = t };
-	int err;
 
-	err = map_for_each(fd, sizeof(struct sp_query_key),
-			   sizeof(struct sp_name), 0, add_name, &c);
-	if (err)
-		return err;
-	if (t->n)
-		qsort(t->v, t->n, sizeof(t->v[0]), key_cmp);
-	return 0;
+	return map_for_each(fd, sizeof(struct sp_query_key),
+			    sizeof(struct sp_name), 0, add_name, &c);
 }
+
+/* One by one while few are new; past this many in a read, the whole map. */
+#define NAMES_LOOKUPS_MAX 256
 
 static const char *name_of(struct name_table *t,
 			   const struct addr_spaces *as, __u32 tgid,
@@ -226,6 +344,7 @@ static const char *name_of(struct name_table *t,
 {
 	struct sp_query_key key = { .name = name, .tgid = tgid };
 	struct name_entry *e;
+	struct sp_name val;
 
 	if (name & (SP_FUNC_TAG | SP_SPEC_TAG)) {
 		if (t->tag_name(t->tag_ctx, name, fallback, len))
@@ -233,9 +352,32 @@ static const char *name_of(struct name_table *t,
 						  : "<unknown --query name>";
 		return fallback;
 	}
-	e = t->n ? bsearch(&key, t->v, t->n, sizeof(t->v[0]), key_cmp) : NULL;
-	if (e)
+	e = name_find(t->c, tgid, name);
+	if (!e && t->misses++ == NAMES_LOOKUPS_MAX)
+		(void)load_names(t->fd, as, t);	/* else one by one */
+	if (!e)
+		e = name_find(t->c, tgid, name);
+	if (!e && !bpf_map_lookup_elem(t->fd, &key, &val))
+		e = name_add(t, as, &key, &val);
+	if (e && e->unresolved) {
+		/* Retried at every read: the snapshot may have it now. */
+		if (!addr_spaces__read_str(as, (pid_t)tgid, name, val.str,
+					   sizeof(val.str))) {
+			char *str = strdup(val.str);
+
+			if (str) {
+				free(e->str);
+				e->str = str;
+				e->unresolved = false;
+			}
+		}
+	}
+	if (e) {
+		if (e->unresolved && e->seen != t->c->read)
+			t->unresolved++;
+		e->seen = t->c->read;
 		return e->str;
+	}
 	/* The names map was full when this row appeared. */
 	if (addr_spaces__read_str(as, (pid_t)tgid, name, fallback, len))
 		snprintf(fallback, len, "<unnamed 0x%llx in pid %u>",
@@ -344,18 +486,24 @@ static int read_errors(int fd, struct summary *s, int ncpus)
 	return 0;
 }
 
-int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
-		     query_tag_name_fn tag_name, void *tag_ctx,
-		     struct summary *s)
+int query_maps__read(struct query_bpf *skel, struct query_names *names,
+		     const struct addr_spaces *as, query_tag_name_fn tag_name,
+		     void *tag_ctx, struct summary *s)
 {
-	struct name_table t = { .tag_name = tag_name, .tag_ctx = tag_ctx };
-	int ncpus = libbpf_num_possible_cpus(), err, i;
+	struct name_table t = {
+		.c = names, .fd = bpf_map__fd(skel->maps.names),
+		.tag_name = tag_name, .tag_ctx = tag_ctx,
+	};
+	int ncpus = libbpf_num_possible_cpus(), err = 0, i;
 	__u32 slot;
 	__u64 *vals;
 
 	if (ncpus <= 0)
 		return ncpus ? ncpus : -EINVAL;
-	err = load_names(bpf_map__fd(skel->maps.names), as, &t);
+	names->read++;
+	/* The first read: every name at once. */
+	if (!names->n)
+		err = load_names(t.fd, as, &t);
 	if (!err)
 		err = read_queries(bpf_map__fd(skel->maps.queries), &t, as, s,
 				   ncpus);
@@ -381,9 +529,6 @@ int query_maps__read(struct query_bpf *skel, const struct addr_spaces *as,
 	/* Events the ring buffer could not take are the recording's loss. */
 	s->lost += s->errors[SP_ERR_EVENTS_LOST];
 	s->errors[SP_ERR_EVENTS_LOST] = 0;
-	for (size_t j = 0; j < t.n; j++)
-		free(t.v[j].str);
-	free(t.v);
 	return err;
 }
 
@@ -466,8 +611,8 @@ static int evict_map(struct bpf_map *map, int ncpus, const uint32_t *tgids,
 	return err;
 }
 
-int query_maps__evict(struct query_bpf *skel, uint32_t *tgids, size_t n,
-		      size_t *rows)
+int query_maps__evict(struct query_bpf *skel, struct query_names *names,
+		      uint32_t *tgids, size_t n, size_t *rows)
 {
 	int ncpus = libbpf_num_possible_cpus(), err;
 
@@ -477,6 +622,8 @@ int query_maps__evict(struct query_bpf *skel, uint32_t *tgids, size_t n,
 	if (!n)
 		return 0;
 	qsort(tgids, n, sizeof(*tgids), u32_cmp);
+	if (names)
+		names_forget(names, tgids, n);
 	err = evict_map(skel->maps.queries, ncpus, tgids, n, rows);
 	if (!err)
 		err = evict_map(skel->maps.hist, ncpus, tgids, n, NULL);

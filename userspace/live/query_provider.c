@@ -1002,6 +1002,8 @@ static void qp_destroy(void *ctx)
 	bpf_link__destroy(qp->exit_link);
 	bpf_link__destroy(qp->exec_link);
 	query_bpf__destroy(qp->skel);
+	query_names__free(qp->names);
+	qp->names = NULL;
 	qp->exit_link = NULL;
 	qp->exec_link = NULL;
 	qp->skel = NULL;
@@ -1035,7 +1037,13 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 		(void)batch_drain__run(qp->skel);	/* reported */
 	s->events_mode = !qp->batched_files ? "per-event" :
 			 qp->event_files ? "mixed" : "batched";
-	err = query_maps__read(qp->skel, &ss->spaces, tag_name, qp, s);
+	if (!qp->names)
+		qp->names = query_names__new();
+	if (!qp->names)
+		err = -ENOMEM;
+	else
+		err = query_maps__read(qp->skel, qp->names, &ss->spaces,
+				       tag_name, qp, s);
 	if (err)
 		sp_err("cannot read the BPF maps: %s", strerror(-err));
 	report_specs(qp);

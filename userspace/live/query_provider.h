@@ -42,6 +42,7 @@ struct query_provider {
 	/* --func: per spec the functions it matched; checked like specs. */
 	size_t func_found[SESSION_MAX_FUNCS];
 	bool func_checked;
+	struct query_names *names;	/* kept from one read to the next */
 	bool follow;			/* --follow: count followed_fd's tgids */
 	int followed_fd;
 	const struct session_opts *o;
