@@ -102,8 +102,6 @@ static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
 		{ "Queries", TEXT_RIGHT, false, 0, 0 }, { "Self", TEXT_RIGHT, false, 0, 0 },
 		{ "Command", TEXT_LEFT, false, 0, 16 },
 	};
-	const char *dropped[sizeof(list_drop) / sizeof(list_drop[0])];
-	unsigned int ndropped = 0;
 	char id[24], t[32], dur[32], nq[24], self[32];
 	struct text_table tt;
 	struct json_writer w;
@@ -139,15 +137,10 @@ static int list_runs(FILE *out, const struct history_entry *v, unsigned int n,
 		text__fmt_ns(self, sizeof(self), v[i].total_self_ns);
 		err = text_table__add_row(&tt, cells);
 	}
-	if (!err) {
-		ndropped = text_table__fit(&tt, width, list_drop,
-					   sizeof(list_drop) / sizeof(list_drop[0]),
-					   dropped);
-		err = text_table__print(out, &tt);
-	}
-	text_table__free(&tt);
 	if (!err)
-		text_table__fit_footer(out, dropped, ndropped, width);
+		err = text_table__print_fitted(out, &tt, width, list_drop,
+					       sizeof(list_drop) / sizeof(list_drop[0]));
+	text_table__free(&tt);
 	if (!err && !n)
 		fputs("(no runs)\n", out);
 	return err ? err : text__flush(out);
@@ -165,8 +158,6 @@ static int query_runs(FILE *out, const char *query,
 	};
 	char id[24], t[32], self[32], cnt[24], p99[32];
 	uint64_t max = 0, min = UINT64_MAX;
-	const char *dropped[sizeof(query_drop) / sizeof(query_drop[0])];
-	unsigned int ndropped = 0;
 	struct text_table tt;
 	struct json_writer w;
 	unsigned int i, present = 0;
@@ -228,15 +219,10 @@ static int query_runs(FILE *out, const char *query,
 		}
 		err = text_table__add_row(&tt, cells);
 	}
-	if (!err) {
-		ndropped = text_table__fit(&tt, width, query_drop,
-					   sizeof(query_drop) / sizeof(query_drop[0]),
-					   dropped);
-		err = text_table__print(out, &tt);
-	}
-	text_table__free(&tt);
 	if (!err)
-		text_table__fit_footer(out, dropped, ndropped, width);
+		err = text_table__print_fitted(out, &tt, width, query_drop,
+					       sizeof(query_drop) / sizeof(query_drop[0]));
+	text_table__free(&tt);
 	if (!err && present) {
 		fputs("Self time: ", out);
 		for (i = 0; i < n; i++)

@@ -61,6 +61,20 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Every answer says what it is and that the connection ends with it. */
+static struct serve_body *body_headers(struct MHD_Response *r,
+				       const char *content_type)
+{
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				    content_type) != MHD_YES ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION,
+				    "close") != MHD_YES) {
+		MHD_destroy_response(r);
+		return NULL;
+	}
+	return (struct serve_body *)r;
+}
+
 struct serve_body *serve_body__new(char *data, size_t len,
 				   const char *content_type)
 {
@@ -72,14 +86,7 @@ struct serve_body *serve_body__new(char *data, size_t len,
 		free(data);
 		return NULL;
 	}
-	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				    content_type) != MHD_YES ||
-	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION,
-				    "close") != MHD_YES) {
-		MHD_destroy_response(r);
-		return NULL;
-	}
-	return (struct serve_body *)r;
+	return body_headers(r, content_type);
 }
 
 struct serve_body *serve_body__lend(const char *data, size_t len,
@@ -95,14 +102,7 @@ struct serve_body *serve_body__lend(const char *data, size_t len,
 		release(ctx);
 		return NULL;
 	}
-	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				    content_type) != MHD_YES ||
-	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION,
-				    "close") != MHD_YES) {
-		MHD_destroy_response(r);
-		return NULL;
-	}
-	return (struct serve_body *)r;
+	return body_headers(r, content_type);
 }
 
 void serve_body__put(struct serve_body *b)

@@ -88,9 +88,8 @@ static const unsigned int threads_drop[] = { 5, 6, 8, 3, 4 };
 static int print_types(FILE *out, const struct mem_report *r,
 		       unsigned int width)
 {
-	const char *dropped[ARRAY_SIZE(types_drop)];
 	struct text_table t;
-	unsigned int i, n = 0;
+	unsigned int i;
 	int err;
 
 	err = text_table__init(&t, figure_cols, ARRAY_SIZE(figure_cols));
@@ -99,14 +98,11 @@ static int print_types(FILE *out, const struct mem_report *r,
 	if (!err && r->heap_traced)
 		err = add_figures_row(&t, "[heap: libc malloc]", &r->heap);
 	if (!err) {
-		n = text_table__fit(&t, width, types_drop,
-				    ARRAY_SIZE(types_drop), dropped);
 		fprintf(out, "Memory by type%s\n",
 			r->heap_traced ? " (and the libc heap)" : "");
-		err = text_table__print(out, &t);
+		err = text_table__print_fitted(out, &t, width, types_drop,
+					       ARRAY_SIZE(types_drop));
 	}
-	if (!err)
-		text_table__fit_footer(out, dropped, n, width);
 	text_table__free(&t);
 	return err;
 }
@@ -126,9 +122,8 @@ static const struct text_col thread_cols[] = {
 static int print_threads(FILE *out, const struct mem_report *r,
 			 unsigned int width)
 {
-	const char *dropped[ARRAY_SIZE(threads_drop)];
 	struct text_table t;
-	unsigned int i, n = 0;
+	unsigned int i;
 	int err;
 
 	err = text_table__init(&t, thread_cols, ARRAY_SIZE(thread_cols));
@@ -148,13 +143,10 @@ static int print_threads(FILE *out, const struct mem_report *r,
 		err = text_table__add_row(&t, cells);
 	}
 	if (!err) {
-		n = text_table__fit(&t, width, threads_drop,
-				    ARRAY_SIZE(threads_drop), dropped);
 		fputs("\nMemory by allocating thread\n", out);
-		err = text_table__print(out, &t);
+		err = text_table__print_fitted(out, &t, width, threads_drop,
+					       ARRAY_SIZE(threads_drop));
 	}
-	if (!err)
-		text_table__fit_footer(out, dropped, n, width);
 	text_table__free(&t);
 	return err;
 }

@@ -282,6 +282,21 @@ void text_table__fit_footer(FILE *out, const char *const *dropped,
 	fputs(" (--wide shows every column)\n", out);
 }
 
+int text_table__print_fitted(FILE *out, struct text_table *t,
+			     unsigned int width, const unsigned int *drop,
+			     unsigned int ndrop)
+{
+	const char *dropped[64];
+	unsigned int n;
+	int err;
+
+	n = text_table__fit(t, width, drop, ndrop < 64 ? ndrop : 64, dropped);
+	err = text_table__print(out, t);
+	if (!err)
+		text_table__fit_footer(out, dropped, n, width);
+	return err;
+}
+
 static void print_sep(FILE *out, const struct text_table *t)
 {
 	unsigned int c, i;

@@ -69,6 +69,11 @@ unsigned int text_table__fit(struct text_table *t, unsigned int width,
  * every column)"); nothing when n is 0. */
 void text_table__fit_footer(FILE *out, const char *const *dropped,
 			    unsigned int n, unsigned int width);
+/* text_table__fit(), text_table__print() and text_table__fit_footer() in
+ * one, for a table with nothing between them. 0 or -EIO. */
+int text_table__print_fitted(FILE *out, struct text_table *t,
+			     unsigned int width, const unsigned int *drop,
+			     unsigned int ndrop);
 /* Separator, title row, separator, rows, separator. Left-aligned cells are
  * padded after, right-aligned ones before, both by display width.
  * 0 or -EIO if the stream is in error. */
