@@ -233,7 +233,7 @@ static __always_inline void emit(__u32 kind, __u64 id, __u64 now, __u64 name,
 {
 	struct sp_rec_event *e;
 
-	if (!record)
+	if (!record || !kind)	/* kind 0: a batched event, staged instead */
 		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -520,11 +520,12 @@ int sp_incr_load_end(struct pt_regs *ctx)
 	return on_end(ctx, SP_FRAME_INCR_LOAD, SP_EV_INCR_LOAD_END);
 }
 
-static __always_inline void cache_hit_at(__u64 id, __u64 now, __u64 name)
+static __always_inline void cache_hit_at(__u64 id, __u64 now, __u64 name,
+					 __u32 ev)
 {
 	struct sp_query_stats *row;
 
-	emit(SP_EV_CACHE_HIT, id, now, name, 0, 0);
+	emit(ev, id, now, name, 0, 0);
 	row = query_row(id >> 32, name);
 	if (row)
 		row->cache_hits++;
@@ -537,7 +538,7 @@ int sp_cache_hit(struct pt_regs *ctx)
 		drain_before_event(bpf_get_current_pid_tgid());
 	if (counting())
 		cache_hit_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-			     sp_probe_arg(ctx, 0));
+			     sp_probe_arg(ctx, 0), SP_EV_CACHE_HIT);
 	return 0;
 }
 
@@ -1170,6 +1171,8 @@ struct sp_drain_state {
 	struct sp_batch_rec head[SP_BATCH_MAX_RINGS];
 	__u64 id;
 	__u64 lost;
+	__u32 n;	/* rings in use: the loops stop there */
+	__u32 pad;
 };
 
 struct {
@@ -1193,6 +1196,14 @@ struct {
 	__type(value, struct sp_ring_copy);
 } ring_copy SEC(".maps");
 
+/* A new thread's registration, zeroed but for tgid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_batch_reg);
+} reg_tmpl SEC(".maps");
+
 /* Filled by sptrace at stop with what it read from the rings itself. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1200,6 +1211,94 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sp_batch_feed);
 } batch_feed SEC(".maps");
+
+/*
+ * `sptrace record` of batched events: what one drain applies goes to the
+ * ring buffer as one record (struct sp_rec_batch, record_abi.h) instead of
+ * one per event, so the recorder's cost follows the flushes, not the
+ * events. Staged per CPU during the drain and sent at its end (or when
+ * SP_REC_BATCH_MAX items are staged); a batch the ring buffer cannot take
+ * counts its items as lost events, as emit() counts one.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_rec_batch);
+} rec_stage SEC(".maps");
+
+static __always_inline void stage_send(struct sp_rec_batch *b)
+{
+	__u64 n = b->hdr.arg1, size;
+
+	if (!n)
+		return;
+	if (n > SP_REC_BATCH_MAX)
+		n = SP_REC_BATCH_MAX;
+	size = sizeof(b->hdr) + n * sizeof(b->item[0]);
+	if (size > sizeof(*b))
+		size = sizeof(*b);
+	if (bpf_ringbuf_output(&events, b, size,
+			       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) +
+					       size >= wakeup_bytes ?
+				       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+		count_error(SP_ERR_EVENTS_LOST, n);
+	b->hdr.arg1 = 0;
+}
+
+/* Sends what is staged (the end of a drain or feed). */
+static __always_inline void stage_flush(void)
+{
+	struct sp_rec_batch *b;
+	__u32 zero = 0;
+
+	if (!record)
+		return;
+	b = bpf_map_lookup_elem(&rec_stage, &zero);
+	if (b)
+		stage_send(b);
+}
+
+/* One batched event of thread `id`, into the staged batch. */
+static __always_inline void stage_event(__u64 id, __u64 now, __u64 name,
+					__u32 ev, __u64 arg)
+{
+	struct sp_rec_batch *b;
+	struct sp_rec_item *it;
+	__u32 zero = 0;
+	__u64 n;
+
+	if (!record)
+		return;
+	b = bpf_map_lookup_elem(&rec_stage, &zero);
+	if (!b)
+		return;
+	n = b->hdr.arg1;
+	/* A batch is one thread's: another's left here (a drain preempted
+	 * on this CPU) goes first. */
+	if (n && (b->hdr.pid != id >> 32 || b->hdr.tid != (__u32)id)) {
+		stage_send(b);
+		n = 0;
+	}
+	if (n >= SP_REC_BATCH_MAX) {
+		stage_send(b);
+		n = 0;
+	}
+	b->hdr.ts_ns = 0;
+	b->hdr.name = 0;
+	b->hdr.arg2 = 0;
+	b->hdr.pid = id >> 32;
+	b->hdr.tid = (__u32)id;
+	b->hdr.kind = SP_REC_BATCH;
+	b->hdr.pad = 0;
+	it = &b->item[n & (SP_REC_BATCH_MAX - 1)];
+	it->ts_ns = now;
+	it->name = name;
+	it->arg1 = arg;
+	it->kind = ev;
+	it->pad = 0;
+	b->hdr.arg1 = n + 1;
+}
 
 /*
  * One record of thread `id`, with its own timestamp. A global function: the
@@ -1245,19 +1344,24 @@ __noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
 	case SP_BK_INCR_LOAD_END:
 		kind = SP_FRAME_INCR_LOAD; ev = SP_EV_INCR_LOAD_END; break;
 	case SP_BK_CACHE_HIT:
-		cache_hit_at(id, now, name);
+		stage_event(id, now, name, SP_EV_CACHE_HIT, 0);
+		cache_hit_at(id, now, name, 0);
 		return 0;
 	case SP_BK_PAUSE:
 		st = thread_stack((__u32)id, id >> 32, false);
-		if (st)
-			sp_stack_shift(st, now, arg);
+		/* Recorded only when it moved an interval: replay then does
+		 * the same to the same stack. */
+		if (st && sp_stack_shift(st, now, arg))
+			stage_event(id, now, 0, SP_EV_PAUSE, arg);
 		return 0;
 	default:
 		return 0;
 	}
+	/* Staged, not emitted (ev 0): the drain sends them as one record. */
+	stage_event(id, now, name, ev, 0);
 	if (bkind & 1)
-		return begin_at(id, now, name, kind, ev, 0);
-	return end_at(id, now, name, kind, ev, 0);
+		return begin_at(id, now, name, kind, 0, 0);
+	return end_at(id, now, name, kind, 0, 0);
 }
 
 static __always_inline void batch_apply(__u64 id, const struct sp_batch_rec *r)
@@ -1333,11 +1437,14 @@ static long drain_step(__u32 i, void *ctx)
 	s = bpf_map_lookup_elem(&drain_state, &zero);
 	if (!s)
 		return 1;
-	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++) {
+		if (k >= s->n)
+			break;
 		if (s->pos[k] < s->end[k] && s->head[k].ts < ts) {
 			ts = s->head[k].ts;
 			best = k;
 		}
+	}
 	if (best >= SP_BATCH_MAX_RINGS)
 		return 1;
 	batch_apply(s->id, &s->head[best]);
@@ -1363,10 +1470,13 @@ static __always_inline void batch_drain(struct sp_batch_reg *reg, __u64 id)
 		return;
 	s->id = id;
 	s->lost = 0;
+	s->n = reg->n;
 	for (k = 0; k < SP_BATCH_MAX_RINGS; k++) {
+		if (k >= s->n)
+			break;
 		s->pos[k] = s->end[k] = 0;
-		if (k >= reg->n)
-			continue;
+		if (!reg->addr[k])
+			continue;	/* a free slot */
 		if (bpf_probe_read_user(&h, sizeof(h), (const void *)reg->addr[k]) ||
 		    h.magic != SP_BATCH_MAGIC)
 			continue;	/* wiped by a fork, or not yet started */
@@ -1385,10 +1495,14 @@ static __always_inline void batch_drain(struct sp_batch_reg *reg, __u64 id)
 		ring_head(s, k);
 	}
 	bpf_loop(SP_BATCH_MAX_RINGS * SP_BATCH_CAP, drain_step, &dummy, 0);
-	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
-		if (k < reg->n)
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++) {
+		if (k >= s->n)
+			break;
+		if (reg->addr[k])
 			reg->consumed[k] = s->pos[k];
+	}
 	__sync_fetch_and_and(&reg->busy, 0);	/* release */
+	stage_flush();
 	if (s->lost)
 		count_error(SP_ERR_BATCH_LOST, s->lost);
 }
@@ -1409,12 +1523,17 @@ static __always_inline struct sp_batch_reg *batch_register(__u32 tid,
 							   __u32 tgid,
 							   __u64 addr)
 {
-	struct sp_batch_reg *reg, init = { .tgid = tgid };
-	__u32 k, n;
+	struct sp_batch_reg *reg, *init;
+	__u32 k, n, zero = 0;
 
 	reg = bpf_map_lookup_elem(&batch_rings, &tid);
 	if (!reg || reg->tgid != tgid) {
-		if (bpf_map_update_elem(&batch_rings, &tid, &init, BPF_ANY)) {
+		/* Too big for the BPF stack: a zeroed per-CPU template. */
+		init = bpf_map_lookup_elem(&reg_tmpl, &zero);
+		if (!init)
+			return NULL;
+		init->tgid = tgid;
+		if (bpf_map_update_elem(&batch_rings, &tid, init, BPF_ANY)) {
 			count_error(SP_ERR_THREADS_FULL, 1);
 			return NULL;
 		}
@@ -1425,6 +1544,13 @@ static __always_inline struct sp_batch_reg *batch_register(__u32 tid,
 	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
 		if (k < reg->n && reg->addr[k] == addr)
 			return reg;
+	/* A slot a ring unmapped at its thread's exit left free first. */
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+		if (k < reg->n && !reg->addr[k]) {
+			reg->consumed[k] = 0;
+			reg->addr[k] = addr;
+			return reg;
+		}
 	n = reg->n;
 	if (n >= SP_BATCH_MAX_RINGS) {
 		/* More instrumented objects on one thread than rings kept:
@@ -1447,18 +1573,31 @@ int sp_tsc(struct pt_regs *ctx)
 	return 0;
 }
 
-/* sp:flush(ring): the only trap of batched mode. */
+/*
+ * sp:flush(ring): the only trap of batched mode. A ring whose owner is 0
+ * (with its magic) is being unmapped by its exiting thread: drained one
+ * last time, then its slot is freed, so no later drain of the thread reads
+ * whatever gets mapped at that address next.
+ */
 SEC("uprobe")
 int sp_flush(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), addr = sp_probe_arg(ctx, 0);
+	struct { __u64 magic, seq, flushed, owner; } h;
 	struct sp_batch_reg *reg;
+	__u32 k;
 
 	if (!traced())
 		return 0;
-	reg = batch_register((__u32)id, id >> 32, sp_probe_arg(ctx, 0));
+	reg = batch_register((__u32)id, id >> 32, addr);
 	if (reg && armed)
 		batch_drain(reg, id);
+	if (!reg || bpf_probe_read_user(&h, sizeof(h), (const void *)addr) ||
+	    h.magic != SP_BATCH_MAGIC || h.owner)
+		return 0;
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
+		if (k < reg->n && reg->addr[k] == addr)
+			reg->addr[k] = 0;
 	return 0;
 }
 
@@ -1502,17 +1641,23 @@ int sp_batch_feed(void *ctx)
 		return 1;
 	if (__sync_val_compare_and_swap(&reg->busy, 0, 1))
 		return 1;
-	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
-		if (k < f->nrings && k < reg->n &&
-		    reg->consumed[k] != f->start[k]) {
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++) {
+		if (k >= f->nrings || k >= reg->n)
+			break;
+		if (reg->consumed[k] != f->start[k] ||
+		    reg->addr[k] != f->addr[k]) {
 			__sync_fetch_and_and(&reg->busy, 0);	/* release */
 			return 1;
 		}
+	}
 	bpf_loop(SP_BATCH_FEED, feed_step, &dummy, 0);
-	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
-		if (k < f->nrings && k < reg->n)
-			reg->consumed[k] = f->stop[k];
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++) {
+		if (k >= f->nrings || k >= reg->n)
+			break;
+		reg->consumed[k] = f->stop[k];
+	}
 	__sync_fetch_and_and(&reg->busy, 0);	/* release */
+	stage_flush();
 	return 0;
 }
 

@@ -74,10 +74,21 @@
  *    include/sptrace/batch_abi.h, checked against this one by a unit test)
  *    is mmap'ed in the slow path: no malloc in a probe, which may sit inside
  *    an allocator. TLS holds only a pointer, so a dlopen'ed library needs no
- *    large static TLS. Rings are never unmapped: a dead thread's ring is
- *    taken by the next thread that gets the same TLS slot (a TLS address is
- *    unique among live threads), and MADV_WIPEONFORK gives a forked child
- *    zeroed, i.e. fresh, rings.
+ *    large static TLS. MADV_WIPEONFORK gives a forked child zeroed, i.e.
+ *    fresh, rings (the forking thread's is restarted in place).
+ *  - A thread's ring goes when the thread does: a pthread key (created once
+ *    per object, in the slow path) has a destructor that marks the thread
+ *    as exiting in TLS first, then flushes one last time with the ring's
+ *    owner cleared (the tracer drains it and forgets the address), then
+ *    unmaps it. A probe that runs after that, in a later key destructor or
+ *    a signal handler, finds the mark and fires its per-event site, which
+ *    the tracer counts like any other event. Where no key can be had
+ *    without a malloc (pthread_key_create absent, as in a static binary
+ *    without it, or a key past glibc's first 32, whose per-thread storage
+ *    is malloc'ed), rings are kept on a list instead and a dead thread's
+ *    ring is taken by the next thread that gets the same TLS slot (a TLS
+ *    address is unique among live threads). A library unloaded by dlclose
+ *    deletes its key first (a destructor), so no thread calls into it.
  *  - Timestamps are the TSC when the tracer raises sp_tsc_semaphore (it
  *    does where the kernel's clock source is the TSC, and converts with its
  *    own calibration), else CLOCK_MONOTONIC through the vDSO, the clock of
@@ -362,6 +373,13 @@ struct sp__batch {
  * object. TLS is only a pointer (dlopen'ed objects get little static TLS). */
 __attribute__((weak, visibility("hidden"))) __thread struct sp__batch *sp__batch_tls;
 __attribute__((weak, visibility("hidden"))) struct sp__batch *sp__batch_list;
+/* The pthread key whose destructor unmaps a thread's ring: state 0 not
+ * tried, 1 being created, 2 ready, 3 none (rings go on the list). */
+__attribute__((weak, visibility("hidden"))) unsigned int sp__batch_key;
+__attribute__((weak, visibility("hidden"))) int sp__batch_key_state;
+/* In TLS once the thread's ring is gone: probes fire per-event sites. */
+#define SP__BATCH_GONE ((struct sp__batch *)1)
+#define SP__BATCH_KEYS_FREE 32	/* glibc's keys without malloc'ed storage */
 
 /* libc's functions under private names: no header, no feature macro, and
  * no clash with the program's own declarations. */
@@ -371,7 +389,17 @@ struct sp__timespec {
 };
 int sp__clock_gettime(int, struct sp__timespec *) __asm__("clock_gettime");
 void *sp__mmap(void *, unsigned long, int, int, int, long) __asm__("mmap");
+int sp__munmap(void *, unsigned long) __asm__("munmap");
 int sp__madvise(void *, unsigned long, int) __asm__("madvise");
+/* Weak: a program linked without them (glibc < 2.34 without -pthread, a
+ * static link) keeps rings on the list. pthread_key_t is unsigned int in
+ * glibc and musl. */
+int sp__key_create(unsigned int *, void (*)(void *))
+	__asm__("pthread_key_create") __attribute__((weak));
+int sp__key_delete(unsigned int) __asm__("pthread_key_delete")
+	__attribute__((weak));
+int sp__setspecific(unsigned int, const void *)
+	__asm__("pthread_setspecific") __attribute__((weak));
 
 static __inline__ __attribute__((always_inline, unused)) unsigned long long
 sp__now(void)
@@ -402,19 +430,129 @@ sp__stamp(unsigned int *flag)
 	return sp__now();
 }
 
-/* The calling thread's ring: its own, a dead thread's left in this TLS slot,
- * one a fork wiped, or a new mapping. NULL if none can be had (the event is
- * not recorded). Async-signal-safe: no lock, no malloc. */
+/*
+ * Thread exit (the key's destructor; see BATCHED EVENTS): mark the thread,
+ * flush one last time with the owner cleared, unmap. Weak and hidden like
+ * the rest: one per object, in the object whose key it serves.
+ */
+__attribute__((weak, visibility("hidden"), noinline)) void
+sp__batch_exit(void *p)
+{
+	struct sp__batch *b = (struct sp__batch *)p;
+
+	sp__batch_tls = SP__BATCH_GONE;	/* before anything a signal can see */
+	__asm__ __volatile__("" ::: "memory");
+	if (b->magic == SP__BATCH_MAGIC) {
+		b->owner = 0;
+		__asm__ __volatile__("" ::: "memory");
+		if (SP__SEMA(flush))
+			SP__ASM_FLUSH(b);
+	}
+	(void)sp__munmap(b, sizeof(*b));
+}
+
+/* dlclose of this object, or exit: no thread may call sp__batch_exit()
+ * once the code is gone. Runs once per translation unit that included this
+ * header (each adds the entry), so only the first does anything. Rings of
+ * live threads then stay mapped. */
+__attribute__((weak, visibility("hidden"), destructor)) void
+sp__batch_unload(void)
+{
+	int ready = 2;
+
+	if (__atomic_compare_exchange_n(&sp__batch_key_state, &ready, 3, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED) &&
+	    sp__key_delete)
+		(void)sp__key_delete(sp__batch_key);
+}
+
+/* The key, created by the first thread that needs it; 1 if ready. Another
+ * thread (or a signal handler) that finds it being created keeps its ring
+ * on the list, as if there were none. */
+static __inline__ __attribute__((always_inline, unused)) int
+sp__batch_key_ready(void)
+{
+	int st = __atomic_load_n(&sp__batch_key_state, __ATOMIC_ACQUIRE);
+	unsigned int k;
+
+	if (st == 0 && sp__key_create && sp__setspecific &&
+	    __atomic_compare_exchange_n(&sp__batch_key_state, &st, 1, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		st = 3;
+		if (!sp__key_create(&k, sp__batch_exit)) {
+			if (k < SP__BATCH_KEYS_FREE) {
+				sp__batch_key = k;
+				st = 2;
+			} else if (sp__key_delete) {
+				(void)sp__key_delete(k);
+			}
+		}
+		__atomic_store_n(&sp__batch_key_state, st, __ATOMIC_RELEASE);
+	} else if (st == 0) {
+		st = 3;
+		__atomic_store_n(&sp__batch_key_state, 3, __ATOMIC_RELEASE);
+	}
+	return st == 2;
+}
+
+/* (Re)starts ring b for the calling thread. */
+static __inline__ __attribute__((always_inline, unused)) void
+sp__batch_start(struct sp__batch *b, void *me)
+{
+	/* The tracer drains [consumed, seq) of a ring it learns about; a
+	 * reused ring's old records were drained when its thread exited. */
+	b->owner = me;
+	b->seq = 0;
+	b->flushed = 0;
+	b->busy = 0;
+	__asm__ __volatile__("" ::: "memory");
+	b->magic = SP__BATCH_MAGIC;
+}
+
+/* The calling thread's ring: its own (restarted if a fork wiped it), a new
+ * mapping whose key destructor unmaps it, or, without a key, one from the
+ * list (a dead thread's left in this TLS slot) or a new one put there.
+ * NULL if none can be had, or the thread is exiting: the caller fires the
+ * per-event site. Async-signal-safe: no lock, no malloc. */
 static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 {
 	void *me = (void *)&sp__batch_tls;
-	struct sp__batch *b, *head;
+	struct sp__batch *b = sp__batch_tls, *head, *cur;
 	void *none;
 
 	/* Never traps usefully: sp:tsc exists for its semaphore (see
 	 * sp__stamp()); a tracer attaches it to raise that. */
 	__asm__ __volatile__(SP__NOP_FLUSH SP__NOTE(tsc, "") : : : "memory");
 
+	if (b == SP__BATCH_GONE)
+		return 0;
+	if (b) {
+		/* Ours, wiped by a fork: the child's only thread restarts it
+		 * (busy too: the wipe may have cut an append short). */
+		sp__batch_start(b, me);
+		return b;
+	}
+	if (sp__batch_key_ready()) {
+		/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
+		b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22, -1, 0);
+		if (b == (struct sp__batch *)-1)
+			return 0;
+		(void)sp__madvise(b, sizeof(*b), 18 /* MADV_WIPEONFORK */);
+		sp__batch_start(b, me);
+		/* A signal handler's probe may have made one meanwhile. */
+		cur = 0;
+		if (!__atomic_compare_exchange_n(&sp__batch_tls, &cur, b, 0,
+						 __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED)) {
+			(void)sp__munmap(b, sizeof(*b));
+			return cur == SP__BATCH_GONE ? 0 : cur;
+		}
+		if (sp__setspecific(sp__batch_key, b)) {
+			/* Cannot happen below key 32; if it did, keep the
+			 * ring (never unmapped) rather than lose events. */
+		}
+		return b;
+	}
 	for (b = sp__batch_list; b; b = b->next) {
 		none = 0;
 		if (b->owner == me ||
@@ -424,7 +562,6 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 			break;
 	}
 	if (!b) {
-		/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
 		b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22, -1, 0);
 		if (b == (struct sp__batch *)-1)
 			return 0;
@@ -437,12 +574,7 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 						    __ATOMIC_RELEASE,
 						    __ATOMIC_RELAXED));
 	}
-	/* A reused ring restarts at 0: the tracer drains [consumed, seq) of a
-	 * ring it learns about, and the old thread's records were drained when
-	 * it exited. */
-	b->seq = 0;
-	b->flushed = 0;
-	b->magic = SP__BATCH_MAGIC;
+	sp__batch_start(b, me);
 	sp__batch_tls = b;
 	return b;
 }
@@ -500,18 +632,21 @@ sp__batch_flush(struct sp__batch *b, unsigned long long t0, unsigned int clk,
 	sp__batch_put(b, i, SP__K_PAUSE | clk, t0, 0, clk2 == clk ? t1 - t0 : 0);
 }
 
-/* Appends one record; flushes when the batch is new, full or old. */
-static __attribute__((noinline, unused)) void
+/* Appends one record; flushes when the batch is new, full or old. 0, or
+ * -1 when there is no ring (an exiting thread, no memory): the caller
+ * fires the per-event site instead. */
+static __attribute__((noinline, unused)) int
 sp__batch_add(unsigned int kind, const void *name, unsigned long long arg)
 {
 	struct sp__batch *b = sp__batch_tls;
 	unsigned long long ts, i, f;
 	unsigned int clk;
 
-	if (__builtin_expect(!b || b->magic != SP__BATCH_MAGIC, 0)) {
+	if (__builtin_expect((unsigned long)b <= 1 || b->magic != SP__BATCH_MAGIC,
+			     0)) {
 		b = sp__batch_get();	/* mmap: before the timestamp */
 		if (!b)
-			return;
+			return -1;
 	}
 	b->busy++;
 	ts = sp__stamp(&clk);
@@ -527,6 +662,7 @@ sp__batch_add(unsigned int kind, const void *name, unsigned long long arg)
 		sp__batch_flush(b, ts, clk, 1);
 	__asm__ __volatile__("" ::: "memory");
 	b->busy--;
+	return 0;
 }
 #ifdef __cplusplus
 }
@@ -536,13 +672,13 @@ sp__batch_add(unsigned int kind, const void *name, unsigned long long arg)
  * its own semaphore is up; both tested with one predicted-not-taken branch.
  * Never both: a batching tracer also attaches the per-event sites of a file
  * (for probes of the same names compiled without batching, such as Rust's
- * sp-probe crate's in a mixed binary), so a C site must not fire twice. */
+ * sp-probe crate's in a mixed binary), so a C site must not fire twice.
+ * Where the record cannot be written (no ring: an exiting thread, no
+ * memory), the per-event site fires instead, so the event still counts. */
 #define SP__QSITE(name, k, a)                                                  \
 	do {                                                                   \
 		if (__builtin_expect((SP__SEMA(name) | SP__SEMA(flush)) != 0, 0)) { \
-			if (SP__SEMA(flush))                                   \
-				sp__batch_add(k, (a), 0);                      \
-			else                                                   \
+			if (!SP__SEMA(flush) || sp__batch_add(k, (a), 0))      \
 				SP__ASM("", name, 1, SP__V(a));                \
 		}                                                              \
 	} while (0)

@@ -14,8 +14,11 @@
 
 #define SP_BATCH_CAP 256		/* records per ring (SP__BATCH_CAP) */
 #define SP_BATCH_MAGIC 0x3168637461627073ull
-/* Rings of one thread the tracer merges (one per instrumented object). */
-#define SP_BATCH_MAX_RINGS 8
+/* Rings of one thread the tracer merges (one per instrumented object the
+ * thread runs probes of). The drain loops run over the rings in use only,
+ * so the bound costs map memory (ring_copy: 16 KiB per ring and CPU), not
+ * time per record. A power of two. */
+#define SP_BATCH_MAX_RINGS 32
 /* Records per run of the stop-drain program. */
 #define SP_BATCH_FEED 256
 
@@ -45,7 +48,8 @@ struct sp_batch_hdr {
 	__u64 magic;
 	__u64 seq;	/* records reserved, ever */
 	__u64 flushed;
-	__u64 owner;
+	__u64 owner;	/* 0 with the magic: the thread is exiting and unmaps
+			 * the ring after this flush; the tracer forgets it */
 	__u64 next;
 	__u64 busy;
 	__u64 pad[2];
@@ -59,7 +63,8 @@ struct sp_batch_reg {
 	__u32 n;			/* rings in use */
 	__u32 busy;			/* a drain holds it (cmpxchg) */
 	__u32 pad;
-	__u64 addr[SP_BATCH_MAX_RINGS];	/* ring addresses in the host */
+	__u64 addr[SP_BATCH_MAX_RINGS];	/* ring addresses in the host; 0: a
+					 * free slot (its ring was unmapped) */
 	__u64 consumed[SP_BATCH_MAX_RINGS];	/* records drained, per ring */
 };
 
@@ -75,6 +80,7 @@ struct sp_batch_feed {
 	 * a flush drained more meanwhile) and after it. */
 	__u64 start[SP_BATCH_MAX_RINGS];
 	__u64 stop[SP_BATCH_MAX_RINGS];
+	__u64 addr[SP_BATCH_MAX_RINGS];	/* refused if a slot changed ring */
 	struct sp_batch_rec rec[SP_BATCH_FEED];
 };
 

@@ -181,9 +181,10 @@ static __always_inline int sp_stack_pop_tag(struct sp_thread_stack *st,
  * the probe returned, exclude the flush too. Intervals opened earlier keep
  * it, as the host's own clock around them does (and as the per-event path
  * charges its traps). The frames that began at `at` are the topmost ones.
+ * Replay (model/replay.c) runs it on recorded SP_EV_PAUSE events.
  */
-static __always_inline void sp_stack_shift(struct sp_thread_stack *st,
-					   __u64 at, __u64 ns)
+static __always_inline __u32 sp_stack_shift(struct sp_thread_stack *st,
+					    __u64 at, __u64 ns)
 {
 	__u32 i, d = st->depth;
 	struct sp_frame *f;
@@ -198,6 +199,7 @@ static __always_inline void sp_stack_shift(struct sp_thread_stack *st,
 			break;
 		f->start_ns += ns;
 	}
+	return i;	/* frames moved: 0 when the pause changed nothing */
 }
 
 #endif /* SPTRACE_QSTACK_H */

@@ -26,6 +26,11 @@ enum sp_event_kind {
 	/* name = the process's title (/proc/PID/cmdline), written by sptrace
 	 * record before a process's first event; never from BPF. Format 1.1. */
 	SP_EV_PROCESS_TITLE = 13,
+	/* arg1 ns of the thread's time, from ts on, went to a batched flush:
+	 * intervals that began at ts or later start that much later, as
+	 * live aggregation shifts them (qstack.h: sp_stack_shift). Only from
+	 * batched recording. Format 1.2. */
+	SP_EV_PAUSE = 14,
 	SP_EV__MAX,
 };
 
@@ -51,6 +56,29 @@ struct sp_rec_event {
 	__u32 tid;
 	__u32 kind;		/* enum sp_event_kind */
 	__u32 pad;
+};
+
+/*
+ * A batch: one ring-buffer record for the batched events one drain of a
+ * thread's rings applied (bpf/query.bpf.c, stage_event()). It starts with a
+ * struct sp_rec_event whose kind is SP_REC_BATCH (never a file kind), pid
+ * and tid of the thread, arg1 = the number of items after it; each item is
+ * one event of that thread, in order, with the timestamp aggregation used.
+ */
+#define SP_REC_BATCH 0x8000u
+#define SP_REC_BATCH_MAX 256	/* items per ring-buffer record */
+
+struct sp_rec_item {
+	__u64 ts_ns;
+	__u64 name;
+	__u64 arg1;
+	__u32 kind;		/* enum sp_event_kind */
+	__u32 pad;
+};
+
+struct sp_rec_batch {
+	struct sp_rec_event hdr;
+	struct sp_rec_item item[SP_REC_BATCH_MAX];
 };
 
 #endif /* SPTRACE_RECORD_ABI_H */

@@ -13,6 +13,7 @@ from sptest import (SPTRACE, check, close, eq, finish, require_bpf, rows,
                     run, trace_json)
 
 HOST = os.environ["BATCH_HOST"]
+MANY = [l for l in os.environ.get("BATCH_MANY", "").split(":") if l]
 
 
 def truth(p):
@@ -122,7 +123,42 @@ def test_interval():
            "--interval: counted once over all reports")
 
 
+def test_thread_churn():
+    """10,000 short-lived threads, each with probes: each thread's ring is
+    unmapped when it exits, so the host's own VmSize and mapping count
+    stay flat (measured by the host, after a first wave of threads), and
+    every pair counts, including those a later key destructor runs once
+    the ring is gone (per-event sites then)."""
+    p, s = traced(["threads", "10000"])
+    if s is None:
+        return
+    t, r = truth(p), rows(s)
+    eq(r.get("t", {}).get("count"), t["t"], "threads: every thread's pairs")
+    eq(r.get("late", {}).get("count"), t["late"],
+       "threads: the pairs after the ring was unmapped")
+    grew = t["vm_kb_after"] - t["vm_kb_before"]
+    check(grew <= 1024, "threads: VmSize grew %d kB over 10,000 threads (<= 1 MiB; "
+          "a ring left behind per thread is 12 kB)" % grew)
+    check(t["maps_after"] - t["maps_before"] <= 16,
+          "threads: mappings %d -> %d" % (t["maps_before"], t["maps_after"]))
+
+
+def test_many_libs():
+    """A thread with probes in 12 dlopen'ed libraries has 12 rings (one
+    per object): every one is drained, none lost (8 were kept once)."""
+    check(len(MANY) >= 10, "BATCH_MANY names >= 10 libraries (%d)" % len(MANY))
+    p, s = traced(["libs", "500"] + MANY)
+    if s is None:
+        return
+    t, r = truth(p), rows(s)
+    eq(r.get("outer", {}).get("count"), t["outer"],
+       "libs: outer (first library's BEGIN, last's END)")
+    eq(r.get("lib", {}).get("count"), t["lib"], "libs: a pair in each library")
+
+
 require_bpf()
+test_thread_churn()
+test_many_libs()
 test_interval()
 test_first_interval()
 test_cross()

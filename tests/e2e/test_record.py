@@ -6,6 +6,7 @@ Ground truth holds for recorded runs too; event filters attach only what
 was asked; bad files give clear errors."""
 import json
 import os
+import re
 import signal
 import subprocess
 
@@ -14,6 +15,10 @@ from sptest import (SPTRACE, check, close, eq, finish, host_truth,
 
 GT = os.environ["GT_HOST"]
 QE = os.environ["QE_HOST"]
+BATCH = os.environ["BATCH_HOST"]
+# meson runs this file twice: batched (the default) and per-event.
+MODE = ("per-event" if os.environ.get("SPTRACE_PER_EVENT", "0") not in ("", "0")
+        else "batched")
 
 
 def summarize_json(path, *extra):
@@ -42,6 +47,7 @@ def test_record_equals_live():
     eq(p.returncode, 0, "summarize: exit 0")
     if b is None:
         return
+    eq(a.get("events"), MODE, "record --summary: the events came %s" % MODE)
     ra, rb = rows(a), rows(b)
     eq(sorted(ra), sorted(rb), "same queries live and recorded")
     check(len(ra) >= 8, "the example has its queries (%d)" % len(ra))
@@ -87,6 +93,78 @@ def test_ground_truth():
     for name in ("outer", "inner", "recurse"):
         close(r[name]["self_ns"], truth["self_ns"][name], "gt: %s self" % name)
         close(r[name]["total_ns"], truth["total_ns"][name], "gt: %s total" % name)
+
+
+def record_counts(stderr):
+    """(events, ring-buffer records, batches) from record -v."""
+    m = re.search(r"(\d+) events in (\d+) ring-buffer records \((\d+) of them batches\)",
+                  stderr)
+    check(m is not None, "record -v: says how the events came")
+    return tuple(int(x) for x in m.groups()) if m else (0, 0, 0)
+
+
+def test_batched_path():
+    """Batched recording sends the events of one drain of a thread's rings
+    as one ring-buffer record; the recorder writes each as the per-event
+    path would. Queries that begin in a library and end in the executable
+    (two rings merged by time) must replay nested as the host measured
+    them, and equal the live figures of the same run exactly; probes of a
+    signal handler that interrupt appends all count."""
+    live = tmpfile(".json")
+    p, spt = record(["--", BATCH, "cross", "300"], "-v", "--summary", live)
+    eq(p.returncode, 0, "record cross: exit 0 (%s)" % p.stderr.strip()[-300:])
+    t = host_truth(p.stdout)
+    events, records, batches = record_counts(p.stderr)
+    if MODE == "batched":
+        check(batches > 0 and records * 20 <= events,
+              "batched: %d events in %d ring-buffer records (%d batches), "
+              "at least 20 events a record" % (events, records, batches))
+    else:
+        check(batches == 0 and records == events,
+              "per-event: one ring-buffer record per event (%d events, %d "
+              "records, %d batches)" % (events, records, batches))
+    with open(live) as f:
+        a = json.load(f)
+    os.unlink(live)
+    eq(a.get("events"), MODE, "record cross: mode")
+    p, b = summarize_json(spt)
+    os.unlink(spt)
+    if b is None:
+        return
+    r = rows(b)
+    eq(r["span"]["count"], 300, "recorded cross: span (library BEGIN, executable END)")
+    eq(r["back"]["count"], 300, "recorded cross: back (executable BEGIN, library END)")
+    eq(r["step"]["count"], 600, "recorded cross: step nested in both")
+    close(r["span"]["total_ns"], t["span_ns"], "recorded cross: span total")
+    close(r["back"]["total_ns"], t["back_ns"], "recorded cross: back total")
+    for q in ("span", "back"):
+        d = abs(r[q]["self_ns"] - t[q + "_self_ns"])
+        check(d <= 0.05 * t[q + "_ns"],
+              "recorded cross: step nested in %s (self %d ns, the host's %d ns)"
+              % (q, r[q]["self_ns"], t[q + "_self_ns"]))
+    ra = rows(a)
+    for q in ("span", "back", "step"):
+        for k in ("count", "self_ns", "total_ns", "min_ns", "max_ns", "hist"):
+            eq(r[q][k], ra[q][k], "recorded cross: %s.%s as live" % (q, k))
+    eq(b["errors"]["lost"], 0, "recorded cross: nothing lost")
+    eq(a["errors"]["batch_lost"], 0, "recorded cross: no batch lost")
+
+    p, spt = record(["--", BATCH, "signal", "1000000"], "-v")
+    eq(p.returncode, 0, "record signal: exit 0 (%s)" % p.stderr.strip()[-300:])
+    t = host_truth(p.stdout)
+    events, records, batches = record_counts(p.stderr)
+    if MODE == "batched":
+        check(records * 20 <= events, "record signal: %d events in %d records"
+              % (events, records))
+    p, b = summarize_json(spt)
+    os.unlink(spt)
+    if b is None:
+        return
+    check(t["sig"] > 1000, "record signal: the handler ran often (%d)" % t["sig"])
+    eq(rows(b)["work"]["count"], t["work"], "record signal: work pairs exact")
+    eq(rows(b).get("sig", {}).get("count"), t["sig"],
+       "record signal: every handler pair recorded")
+    eq(b["errors"]["lost"], 0, "record signal: nothing lost")
 
 
 def test_filters():
@@ -252,4 +330,5 @@ test_filters()
 test_pid_record()
 test_bad_files()
 test_output_safety()
+test_batched_path()
 finish()

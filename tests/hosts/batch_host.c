@@ -18,10 +18,24 @@
  *                           parent N more: prints {"parent": 2N, "child": N}
  *   batch_host block MS     one "early" pair, then sleeps MS ms (a thread
  *                           that blocks with a partial ring)
+ *   batch_host threads N    N short-lived threads, 16 at a time, each 5 "t"
+ *                           pairs; a pthread key of the host's, created
+ *                           after the probes' own, whose destructor runs a
+ *                           "late" pair once the thread's ring is gone;
+ *                           prints {"t": 5N, "late": N} and the process's
+ *                           VmSize and /proc/self/maps line count, before
+ *                           (after a first wave) and after
+ *   batch_host libs N LIB.. dlopens every LIB (batch_many.c) and runs N
+ *                           rounds: an "outer" query that begins in the
+ *                           first and ends in the last, around a "lib" pair
+ *                           in each; on the main thread and 2 more.
+ *                           Prints {"outer": .., "lib": ..}
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +193,147 @@ static int block(int ms)
 	return 0;
 }
 
+/* ---- threads N: rings unmapped at thread exit ---- */
+static pthread_key_t late_key;
+
+static void late_exit(void *p)
+{
+	(void)p;
+	/* Runs after the probes' own key destructor (keys in creation
+	 * order): the thread's ring is unmapped by now. */
+	SP_QUERY_BEGIN("late");
+	SP_QUERY_END("late");
+}
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	pthread_setspecific(late_key, (void *)1);
+	pairs("t", 5);
+	return NULL;
+}
+
+/* VmSize (kB) and the number of mappings, as the process sees them. */
+static void footprint(long *vm_kb, long *maps)
+{
+	char line[512];
+	FILE *f;
+
+	*vm_kb = *maps = -1;
+	f = fopen("/proc/self/status", "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "VmSize:", 7))
+				*vm_kb = atol(line + 7);
+		fclose(f);
+	}
+	f = fopen("/proc/self/maps", "r");
+	if (f) {
+		*maps = 0;
+		while (fgets(line, sizeof(line), f))
+			++*maps;
+		fclose(f);
+	}
+}
+
+static int wave(int n)
+{
+	pthread_t t[16];
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, churn, NULL))
+			return -1;
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+static int threads(int n)
+{
+	long vm0, maps0, vm1, maps1;
+	int done = 0, w;
+
+	SP_QUERY_BEGIN("main");	/* the probes' key first, then the host's */
+	SP_QUERY_END("main");
+	if (pthread_key_create(&late_key, late_exit))
+		return 1;
+	w = n < 16 ? n : 16;
+	if (wave(w))
+		return 1;
+	done += w;
+	footprint(&vm0, &maps0);
+	while (done < n) {
+		w = n - done < 16 ? n - done : 16;
+		if (wave(w))
+			return 1;
+		done += w;
+	}
+	footprint(&vm1, &maps1);
+	printf("{\"t\": %d, \"late\": %d, \"vm_kb_before\": %ld, \"vm_kb_after\": %ld, "
+	       "\"maps_before\": %ld, \"maps_after\": %ld}\n",
+	       5 * n, n, vm0, vm1, maps0, maps1);
+	return 0;
+}
+
+/* ---- libs N LIB...: more instrumented objects than rings once kept ---- */
+struct many {
+	void (*pair[64])(void);
+	void (*begin)(const char *);
+	void (*end)(const char *);
+	int nlibs, rounds;
+};
+
+static void *many_run(void *arg)
+{
+	struct many *m = arg;
+	int r, k;
+
+	for (r = 0; r < m->rounds; r++) {
+		m->begin("outer");
+		for (k = 0; k < m->nlibs; k++)
+			m->pair[k]();
+		m->end("outer");
+	}
+	return NULL;
+}
+
+static int libs(int n, int nlibs, char **paths)
+{
+	struct many m = { .nlibs = nlibs, .rounds = n };
+	void *h, *first = NULL, *last = NULL;
+	pthread_t t[2];
+	int k;
+
+	if (nlibs > 64)
+		return 2;
+	for (k = 0; k < nlibs; k++) {
+		h = dlopen(paths[k], RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 1;
+		}
+		*(void **)&m.pair[k] = dlsym(h, "bm_pair");
+		if (!m.pair[k])
+			return 1;
+		if (!first)
+			first = h;
+		last = h;
+	}
+	*(void **)&m.begin = dlsym(first, "bm_begin");
+	*(void **)&m.end = dlsym(last, "bm_end");
+	if (!m.begin || !m.end)
+		return 1;
+	for (k = 0; k < 2; k++)
+		if (pthread_create(&t[k], NULL, many_run, &m))
+			return 1;
+	many_run(&m);
+	for (k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	printf("{\"outer\": %d, \"lib\": %d}\n", 3 * n, 3 * n * nlibs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -193,6 +348,10 @@ int main(int argc, char **argv)
 		return forks(n);
 	if (argc == 3 && n > 0 && !strcmp(argv[1], "block"))
 		return block(n);
-	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS\n");
+	if (argc == 3 && n > 0 && !strcmp(argv[1], "threads"))
+		return threads(n);
+	if (argc >= 4 && n > 0 && !strcmp(argv[1], "libs"))
+		return libs(n, argc - 3, argv + 3);
+	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS | threads N | libs N LIB...\n");
 	return 2;
 }

@@ -214,7 +214,8 @@ def main():
     data = open(sys.argv[1], "rb").read()
     check(len(data) == 521, "golden file: 521 bytes (%d)" % len(data))
     # (label, bytes, minor): the golden file is 1.0; today's writer writes
-    # 1.1 (event kind 13, process_title), the same content otherwise.
+    # 1.2 (1.1: event kind 13, process_title; 1.2: kind 14, pause), the
+    # same content otherwise.
     files = [("golden", data, 0)]
     if len(sys.argv) > 2:
         d = tempfile.mkdtemp(prefix="sptest-golden-")
@@ -224,7 +225,7 @@ def main():
                                capture_output=True, text=True)
             check(p.returncode == 0, "today's writer: exit 0 (%s)" % p.stderr)
             if os.path.exists(fresh):
-                files.append(("today's writer", open(fresh, "rb").read(), 1))
+                files.append(("today's writer", open(fresh, "rb").read(), 2))
         finally:
             if os.path.exists(fresh):
                 os.unlink(fresh)

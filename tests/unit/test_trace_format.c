@@ -11,9 +11,10 @@
  * walk_chunks) follow docs/trace-file.md, not the code under test, so they
  * check the specification too.
  *
- *   test_trace_format [GOLDEN [GOLDEN11]]  tests/golden/v1_0.spt, v1_1.spt
+ *   test_trace_format [GOLDEN [GOLDEN11 [GOLDEN12]]]  tests/golden/v1_*.spt
  *   test_trace_format --write-golden OUT      (how v1_0.spt was made)
  *   test_trace_format --write-golden-1.1 OUT  (how v1_1.spt was made)
+ *   test_trace_format --write-golden-1.2 OUT  (how v1_2.spt was made)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,8 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "summary.h"
 #include "trace_format.h"
+#include "trace_summary.h"
 #include "check.h"
+/* What today's writer writes (trace_codec.h: TRACE_MINOR). */
+#define TODAY_MINOR 2
 
 #define HDR_SIZE_OFF 12
 #define FRAME 28
@@ -584,7 +589,7 @@ static void test_round_trip(void)
 	CHECK_U64(rb.st.footer_lost, 7);
 	CHECK_U64(rb.nwarn, 0);
 	CHECK_U64(trace_reader__header(rb.r)->major, 1);
-	CHECK_U64(trace_reader__header(rb.r)->minor, 1);
+	CHECK_U64(trace_reader__header(rb.r)->minor, TODAY_MINOR);
 	CHECK_U64(trace_reader__header(rb.r)->start_realtime_ns,
 		  h.start_realtime_ns);
 	CHECK_U64(trace_reader__header(rb.r)->start_mono_ns, h.start_mono_ns);
@@ -657,6 +662,24 @@ static const struct trace_event golden11_ev[] = {
 	{ G_T + 4600, 0, 0, 4300, 4300, G11_TXN, SP_EV_CACHE_HIT },
 };
 
+/* The 1.2 golden file (tests/golden/README.md): what batched recording
+ * added. A PAUSE event (kind 14: a batched flush took arg1 ns from its
+ * timestamp on) inside two nested queries, which replay must take out of
+ * the interval that began at that timestamp only; and a second thread
+ * whose events, drained later, come after the first's in the file with
+ * earlier timestamps. */
+enum { G12_OUTER, G12_INNER, G12_NSTR };
+static const char *const golden12_str[G12_NSTR] = { "outer", "inner" };
+static const struct trace_event golden12_ev[] = {
+	{ G_T + 1000, 0, 0, 4400, 4400, G12_OUTER, SP_EV_QUERY_BEGIN },
+	{ G_T + 2000, 0, 0, 4400, 4400, G12_INNER, SP_EV_QUERY_BEGIN },
+	{ G_T + 2000, 500, 0, 4400, 4400, TRACE_NO_STRING, SP_EV_PAUSE },
+	{ G_T + 3000, 0, 0, 4400, 4400, G12_INNER, SP_EV_QUERY_END },
+	{ G_T + 4000, 0, 0, 4400, 4400, G12_OUTER, SP_EV_QUERY_END },
+	{ G_T + 1500, 0, 0, 4400, 4401, G12_INNER, SP_EV_QUERY_BEGIN },
+	{ G_T + 1800, 0, 0, 4400, 4401, G12_INNER, SP_EV_QUERY_END },
+};
+
 /* One golden file: its header, its strings (the first `str_split` before
  * the first EVENTS chunk, the rest after the flush at event `flush_at`,
  * 0 for one chunk), its events and the lost count of its footer. */
@@ -689,6 +712,16 @@ static const struct golden golden11 = {
 	.str = golden11_str, .nstr = G11_NSTR, .str_split = G11_NSTR,
 	.ev = golden11_ev,
 	.nev = sizeof(golden11_ev) / sizeof(golden11_ev[0]),
+	.lost = 0, .chunks = 2,		/* S E */
+};
+
+static const struct golden golden12 = {
+	.realtime_ns = 1764600000000000000ull,
+	.pids = { 4400 }, .npids = 1,
+	.cmdline = "./batch_host cross 1",
+	.str = golden12_str, .nstr = G12_NSTR, .str_split = G12_NSTR,
+	.ev = golden12_ev,
+	.nev = sizeof(golden12_ev) / sizeof(golden12_ev[0]),
 	.lost = 0, .chunks = 2,		/* S E */
 };
 
@@ -744,7 +777,7 @@ static int write_golden(const struct golden *g, const char *path)
 }
 
 /* `minor`: the file's version (1.0 for v1_0.spt; today's writer writes
- * 1.1, the same content otherwise). */
+ * TODAY_MINOR, the same content otherwise). */
 static void check_golden(const struct golden *g, const char *path,
 			 unsigned int minor)
 {
@@ -786,8 +819,40 @@ static void check_golden(const struct golden *g, const char *path,
 	rb_free(&rb);
 }
 
+/* The 1.2 file replayed: the pause is out of inner (2000 + 500 .. 3000)
+ * and still in outer, as live aggregation shifted them; thread 4401's
+ * earlier interval counts though it comes later; the duration is the
+ * latest timestamp's. */
+static void check_golden12_replay(const char *path)
+{
+	const struct sp_query_row *row;
+	struct summary sum;
+	unsigned int i;
+
+	summary__init(&sum);
+	CHECK_U64(trace_summary__read(path, &sum), 0);
+	CHECK_U64(sum.nrows, 2);
+	CHECK_U64(sum.duration_ns, 4000);
+	for (i = 0; i < sum.nrows; i++) {
+		row = &sum.rows[i];
+		if (!strcmp(row->name, "inner")) {
+			CHECK_U64(row->st.count, 2);
+			CHECK_U64(row->st.total_ns, 500 + 300);
+			CHECK_U64(row->st.max_ns, 500);
+			CHECK_U64(row->st.min_ns, 300);
+		} else {
+			CHECK_STR(row->name, "outer");
+			CHECK_U64(row->st.count, 1);
+			CHECK_U64(row->st.total_ns, 3000);
+			CHECK_U64(row->st.self_ns, 2500);
+		}
+	}
+	summary__free(&sum);
+}
+
 static const char *golden_path = "tests/golden/v1_0.spt";
 static const char *golden11_path = "tests/golden/v1_1.spt";
+static const char *golden12_path = "tests/golden/v1_2.spt";
 
 static void test_golden(void)
 {
@@ -795,10 +860,15 @@ static void test_golden(void)
 	 * the same content, so the checks above can pass. */
 	check_golden(&golden10, golden_path, 0);
 	CHECK_U64(write_golden(&golden10, tpath("golden_fresh.spt")), 0);
-	check_golden(&golden10, tpath("golden_fresh.spt"), 1);
+	check_golden(&golden10, tpath("golden_fresh.spt"), TODAY_MINOR);
 	check_golden(&golden11, golden11_path, 1);
 	CHECK_U64(write_golden(&golden11, tpath("golden11_fresh.spt")), 0);
-	check_golden(&golden11, tpath("golden11_fresh.spt"), 1);
+	check_golden(&golden11, tpath("golden11_fresh.spt"), TODAY_MINOR);
+	check_golden(&golden12, golden12_path, 2);
+	check_golden12_replay(golden12_path);
+	CHECK_U64(write_golden(&golden12, tpath("golden12_fresh.spt")), 0);
+	check_golden(&golden12, tpath("golden12_fresh.spt"), TODAY_MINOR);
+	check_golden12_replay(tpath("golden12_fresh.spt"));
 }
 
 /* ---------------------------------------------------- size on disk */
@@ -1110,11 +1180,11 @@ static void test_bad_headers(void)
 	b.p[3] = 'T';
 
 	/* Newer major: refused by version, before anything else is read
-	 * (today's writer writes 1.1, so this is 2.1). */
+	 * (today's writer writes 1.2, so this is 2.2). */
 	b.p[8] = 2;
 	spit(bad, b.p, b.len);
 	snprintf(want, sizeof(want),
-		 "%s: format version 2.1 is newer than this sptrace reads (1.x); upgrade sptrace",
+		 "%s: format version 2.2 is newer than this sptrace reads (1.x); upgrade sptrace",
 		 bad);
 	{
 		struct readback rb;
@@ -2044,8 +2114,11 @@ static int rm_entry(const char *path, const struct stat *st, int flag,
 int main(int argc, char **argv)
 {
 	if (argc == 3 && (!strcmp(argv[1], "--write-golden") ||
-			  !strcmp(argv[1], "--write-golden-1.1"))) {
-		int err = write_golden(argv[1][14] ? &golden11 : &golden10,
+			  !strcmp(argv[1], "--write-golden-1.1") ||
+			  !strcmp(argv[1], "--write-golden-1.2"))) {
+		int err = write_golden(!argv[1][14] ? &golden10 :
+				       !strcmp(argv[1] + 14, "-1.1") ? &golden11 :
+								      &golden12,
 				       argv[2]);
 
 		if (err)
@@ -2056,6 +2129,8 @@ int main(int argc, char **argv)
 		golden_path = argv[1];
 	if (argc > 2)
 		golden11_path = argv[2];
+	if (argc > 3)
+		golden12_path = argv[3];
 	/* FAIL lines must reach a pipe even if a sanitizer ends the run. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!mkdtemp(tmpdir)) {

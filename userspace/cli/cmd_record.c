@@ -311,6 +311,11 @@ int cmd_record(int argc, char **argv)
 		sp_err("%s: cannot finish the trace file", env.output);
 		err = -EIO;
 	}
+	/* How the events came: batched recording sends one ring-buffer
+	 * record per drain of a thread's rings, not one per event. */
+	sp_info("%llu events in %llu ring-buffer records (%llu of them batches)",
+		(unsigned long long)rec.events, (unsigned long long)rec.records,
+		(unsigned long long)rec.batches);
 	if (!err && rec.filtered)
 		sp_info("%llu events left out by --only",
 			(unsigned long long)rec.filtered);

@@ -117,6 +117,9 @@ static int drain_thread(int map_fd, int prog_fd, __u32 tid,
 	f->nrings = n;
 	for (k = 0; k < n; k++) {
 		f->start[k] = f->stop[k] = reg->consumed[k];
+		f->addr[k] = reg->addr[k];
+		if (!reg->addr[k])
+			continue;	/* a free slot */
 		err = read_ring(reg->tgid, reg->addr[k], reg->consumed[k],
 				&rings[k], &chunk_lost);
 		if (err == -ESRCH || err == -EFAULT || err == -EIO) {

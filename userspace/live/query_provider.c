@@ -278,14 +278,23 @@ static bool tsc_calibrate(struct query_provider *qp)
 	return true;
 }
 
-/* Batched events unless recording (one ring-buffer record per event, the
- * per-event path) or SPTRACE_PER_EVENT is set (to compare, or to work
- * around a problem). */
+/* Batched events unless SPTRACE_PER_EVENT is set (to compare, or to work
+ * around a problem), or `record --events` leaves out a class the rings
+ * carry: a flush applies every record of a ring, so only per-event sites
+ * can be attached class by class. */
 static bool want_batch(const struct session_opts *o)
 {
+	const uint32_t batched = 1u << SP_EVC_QUERY | 1u << SP_EVC_CACHE |
+				 1u << SP_EVC_BLOCKED | 1u << SP_EVC_INCR;
 	const char *e = getenv("SPTRACE_PER_EVENT");
 
-	return !o->record && !(e && *e && strcmp(e, "0"));
+	if (e && *e && strcmp(e, "0"))
+		return false;
+	if (o->record && (o->classes & batched) != batched) {
+		sp_info("record --events without all of query, cache, blocked and incr: per-event probes");
+		return false;
+	}
+	return true;
 }
 
 static int specs_init(struct query_provider *qp)

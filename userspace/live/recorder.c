@@ -182,15 +182,13 @@ static int title_event(struct recorder *rec, const struct sp_rec_event *e)
 	return err ? err : trace_writer__event(rec->w, &ev);
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+/* One event, into the file: its name resolved, --only applied, its
+ * process's title before its first event. */
+static int record_event(struct recorder *rec, const struct sp_rec_event *e)
 {
-	const struct sp_rec_event *e = data;
-	struct recorder *rec = ctx;
 	struct trace_event ev;
-	int err;
+	int err = 0;
 
-	if (size < sizeof(*e) || rec->err)
-		return 0;
 	memset(&ev, 0, sizeof(ev));
 	ev.ts_ns = e->ts_ns;
 	ev.pid = e->pid;
@@ -198,8 +196,12 @@ static int on_event(void *ctx, void *data, size_t size)
 	ev.kind = (uint16_t)e->kind;
 	ev.arg1 = e->arg1;
 	ev.arg2 = e->arg2;
-	err = name_id(rec, e->pid, e->name, &ev.name_id);
-	if (!err && ev.name_id == FILTERED && e->kind != SP_EV_THREAD_EXIT) {
+	if (e->kind == SP_EV_PAUSE)
+		ev.name_id = TRACE_NO_STRING;	/* names nothing */
+	else
+		err = name_id(rec, e->pid, e->name, &ev.name_id);
+	if (!err && ev.name_id == FILTERED && e->kind != SP_EV_THREAD_EXIT &&
+	    e->kind != SP_EV_PAUSE) {
 		rec->filtered++;
 		return 0;
 	}
@@ -207,6 +209,45 @@ static int on_event(void *ctx, void *data, size_t size)
 		err = title_event(rec, e);
 	if (!err)
 		err = trace_writer__event(rec->w, &ev);
+	return err;
+}
+
+/* A ring-buffer record: one event, or a batch of one thread's batched
+ * events (record_abi.h: struct sp_rec_batch), each written as the
+ * per-event path writes it. */
+static int on_event(void *ctx, void *data, size_t size)
+{
+	const struct sp_rec_event *e = data;
+	const struct sp_rec_item *it;
+	struct recorder *rec = ctx;
+	struct sp_rec_event one;
+	uint64_t i, n;
+	int err = 0;
+
+	if (size < sizeof(*e) || rec->err)
+		return 0;
+	rec->records++;
+	if (e->kind != SP_REC_BATCH) {
+		rec->events++;
+		err = record_event(rec, e);
+		if (err)
+			rec->err = err;
+		return 0;
+	}
+	n = e->arg1;
+	if (n > (size - sizeof(*e)) / sizeof(*it))
+		n = (size - sizeof(*e)) / sizeof(*it);	/* never: BPF sized it */
+	it = (const struct sp_rec_item *)(e + 1);
+	one = *e;
+	rec->batches++;
+	for (i = 0; i < n && !err; i++) {
+		one.ts_ns = it[i].ts_ns;
+		one.name = it[i].name;
+		one.arg1 = it[i].arg1;
+		one.kind = it[i].kind;
+		rec->events++;
+		err = record_event(rec, &one);
+	}
 	if (err)
 		rec->err = err;
 	return 0;

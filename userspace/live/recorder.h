@@ -31,6 +31,9 @@ struct recorder {
 	uint64_t filtered;	/* events left out by --only */
 	uint32_t *titled;	/* pids given a title event, sorted */
 	size_t ntitled, titled_cap;
+	uint64_t records;	/* ring-buffer records read */
+	uint64_t batches;	/* of which batches of batched events */
+	uint64_t events;	/* events they held */
 	uint64_t last_flush_ns;
 	int err;		/* first writer error */
 	bool started;		/* the session started: something was traced */

@@ -165,6 +165,14 @@ int replay__event(struct replay *r, const struct trace_event *ev)
 		}
 		return 0;
 	}
+	if (ev->kind == SP_EV_PAUSE) {
+		/* A batched flush's own time (format 1.2): moved out of the
+		 * intervals it opened, as the BPF program did live. */
+		st = thread_stack(r, ev->pid, ev->tid, 0, false);
+		if (st)
+			sp_stack_shift(st, ev->ts_ns, ev->arg1);
+		return 0;
+	}
 	kind = frame_kind(ev->kind, &begin);
 	if (kind < 0)
 		return 0;	/* marks, allocations: not intervals */

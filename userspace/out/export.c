@@ -41,6 +41,7 @@ static const char *const kind_names[SP_EV__MAX] = {
 	[SP_EV_THREAD_NAME] = "thread_name",
 	[SP_EV_THREAD_EXIT] = "thread_exit",
 	[SP_EV_PROCESS_TITLE] = "process_title",
+	[SP_EV_PAUSE] = "pause",
 };
 
 const char *export__kind_name(uint32_t kind)

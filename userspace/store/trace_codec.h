@@ -54,7 +54,7 @@
 #endif
 
 #define TRACE_MAJOR 1
-#define TRACE_MINOR 1	/* 1.1: SP_EV_PROCESS_TITLE */
+#define TRACE_MINOR 2	/* 1.1: SP_EV_PROCESS_TITLE; 1.2: SP_EV_PAUSE */
 
 static const uint8_t trace_magic[8] = {
 	0x89, 'S', 'P', 'T', '\r', '\n', 0x1a, '\n'

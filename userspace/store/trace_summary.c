@@ -141,7 +141,10 @@ int trace_summary__read(const char *path, struct summary *s)
 	}
 	replay__init(&rp, add_interval, &a);
 	while ((err = trace_reader__next(r, &ev)) > 0) {
-		last_ts = ev.ts_ns;
+		/* The latest, not the last: batched events reach the file
+		 * when their thread's ring is drained, after other threads'. */
+		if (ev.ts_ns > last_ts)
+			last_ts = ev.ts_ns;
 		err = replay__event(&rp, &ev);
 		if (err)
 			break;
