@@ -7,7 +7,9 @@
 # path (SPTRACE_PER_EVENT=1) and against bpftrace on the same loop built
 # with <sys/sdt.h>; and two traced threads against one. Every traced figure
 # is used only after the tracer's count matched the pairs the program says
-# it ran. Exits 1 when a target of issue 17 is missed (2 on usage errors):
+# it ran. Recording too: `sptrace record` of the same loop, batched (one
+# ring-buffer record per drain) and per-event, each checked by summarizing
+# its file. Exits 1 when a target of issue 17 is missed (2 on usage errors):
 #   batched pair <= 1.5x getppid; >= 8x cheaper than bpftrace's sdt pair;
 #   disabled pair <= 1 ns over the empty loop; 2 threads >= 1.8x 1 thread.
 # Needs root; bpftrace for its rows (missing: those rows and that target
@@ -77,6 +79,29 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# rec_measure LABEL MODE_ENV N: the pair loop under sptrace record; checks
+# that the file holds every pair, and that the events came in the mode.
+rec_measure() {
+	local label=$1 per_event=$2 n=$3 spt=$tmp/$RANDOM.spt want
+	want=$([ "$per_event" = 1 ] && echo per-event || echo batched)
+	measure "$label" env SPTRACE_PER_EVENT="$per_event" "$sptrace" record -v -o "$spt" \
+		-- "$bc" pair "$n" "$R" 1
+	grep -q "of them batches" <<<"$out" || die "$label: record -v did not say how the events came"
+	"$sptrace" summarize -f json "$spt" | python3 -c '
+import json, re, sys
+s = json.load(sys.stdin)
+got = {q["name"]: q for q in s["queries"]}.get("bench", {}).get("count")
+m = re.search(r"(\d+) events in (\d+) ring-buffer records \((\d+) of them batches\)", sys.argv[3])
+ev, rec, bat = (int(x) for x in m.groups())
+ok = got == int(sys.argv[1]) and s["errors"]["lost"] == 0 and \
+	((bat > 0 and rec * 20 <= ev) if sys.argv[2] == "batched" else bat == 0)
+if not ok:
+    print("%s: the file holds %s pairs (the program ran %s), %d events in %d records (%d batches)"
+          % (sys.argv[2], got, sys.argv[1], ev, rec, bat), file=sys.stderr)
+sys.exit(0 if ok else 1)' "$pairs" "$want" "$out" || die "$label: the recording is not the program's loop"
+	rm -f "$spt"
+}
+
 calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
@@ -105,6 +130,12 @@ row "sp pair, sptrace batched (2 threads, each)" "$batched2"
 sp_measure "sp pair, per-event" 1 "$N_EVENT" 1
 event=$ns
 row "sp pair, sptrace per-event" "$event"
+rec_measure "sp pair, recorded batched" 0 "$N_BATCH"
+rec_b=$ns
+row "sp pair, sptrace record, batched" "$rec_b"
+rec_measure "sp pair, recorded per-event" 1 "$N_EVENT"
+rec_e=$ns
+row "sp pair, sptrace record, per-event" "$rec_e"
 if [ -n "$bpftrace" ]; then
 	measure "sdt pair, not traced" "$bc" sdt "$N_LOOP" "$R"
 	sdt=$ns
@@ -128,6 +159,11 @@ echo "ratios (net of the empty loop)"
 printf '  %-44s %8s ns = %sx a getppid\n' "batched pair:" "$b_pair" "$(ratio "$b_pair" "$sys")"
 printf '  %-44s %8s ns = %sx a getppid\n' "per-event pair:" "$e_pair" "$(ratio "$e_pair" "$sys")"
 printf '  %-44s %8sx\n' "per-event / batched:" "$(ratio "$e_pair" "$b_pair")"
+rb_pair=$(calc "$rec_b - $empty")
+re_pair=$(calc "$rec_e - $empty")
+printf '  %-44s %8s ns = %sx a getppid\n' "recorded pair, batched:" "$rb_pair" "$(ratio "$rb_pair" "$sys")"
+printf '  %-44s %8s ns = %sx a getppid\n' "recorded pair, per-event:" "$re_pair" "$(ratio "$re_pair" "$sys")"
+printf '  %-44s %8sx\n' "recorded: per-event / batched:" "$(ratio "$re_pair" "$rb_pair")"
 printf '  %-44s %8s ns\n' "disabled pair over the empty loop:" "$(calc "$disabled - $empty")"
 # Throughput: pairs per ns of all threads, over one thread's.
 tput2=$(ratio "$(calc "2 * ($batched - $empty)")" "$(calc "$batched2 - $empty")")
