@@ -136,10 +136,13 @@ def test_thread_churn():
     eq(r.get("t", {}).get("count"), t["t"], "threads: every thread's pairs")
     eq(r.get("late", {}).get("count"), t["late"],
        "threads: the pairs after the ring was unmapped")
+    # A ring left behind per thread would be 10,000 x 12 kB = 117 MiB; the
+    # bound leaves room for the allocator's own growth (an ASan build's
+    # host grew 1.7 MiB, an ordinary one 0).
     grew = t["vm_kb_after"] - t["vm_kb_before"]
-    check(grew <= 1024, "threads: VmSize grew %d kB over 10,000 threads (<= 1 MiB; "
+    check(grew <= 8192, "threads: VmSize grew %d kB over 10,000 threads (<= 8 MiB; "
           "a ring left behind per thread is 12 kB)" % grew)
-    check(t["maps_after"] - t["maps_before"] <= 16,
+    check(t["maps_after"] - t["maps_before"] <= 64,
           "threads: mappings %d -> %d" % (t["maps_before"], t["maps_after"]))
 
 
