@@ -16,9 +16,10 @@
 #define SP_BATCH_MAGIC 0x3168637461627073ull
 /* Rings of one thread the tracer merges (one per instrumented object the
  * thread runs probes of). The drain loops run over the rings in use only,
- * so the bound costs map memory (ring_copy: 16 KiB per ring and CPU), not
- * time per record. A power of two. */
-#define SP_BATCH_MAX_RINGS 32
+ * so the bound costs map memory (ring_copy: 16 KiB per ring and CPU) and
+ * verifier time, not time per record: 32 took sptrace's load from about
+ * 2 s to 8 s on a loaded 2-CPU VM, 16 left it as it was. A power of two. */
+#define SP_BATCH_MAX_RINGS 16
 /* Records per run of the stop-drain program. */
 #define SP_BATCH_FEED 256
 
