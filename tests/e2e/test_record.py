@@ -135,11 +135,14 @@ def test_batched_path():
     eq(r["span"]["count"], 300, "recorded cross: span (library BEGIN, executable END)")
     eq(r["back"]["count"], 300, "recorded cross: back (executable BEGIN, library END)")
     eq(r["step"]["count"], 600, "recorded cross: step nested in both")
-    close(r["span"]["total_ns"], t["span_ns"], "recorded cross: span total")
-    close(r["back"]["total_ns"], t["back_ns"], "recorded cross: back total")
+    # Per-event, each ~330 us span holds 4 traps of ~1 us and the first
+    # hit of each site its patching (issue 17): 3% is for batched events.
+    rel = 0.03 if MODE == "batched" else 0.10
+    close(r["span"]["total_ns"], t["span_ns"], "recorded cross: span total", rel)
+    close(r["back"]["total_ns"], t["back_ns"], "recorded cross: back total", rel)
     for q in ("span", "back"):
         d = abs(r[q]["self_ns"] - t[q + "_self_ns"])
-        check(d <= 0.05 * t[q + "_ns"],
+        check(d <= (rel + 0.02) * t[q + "_ns"],
               "recorded cross: step nested in %s (self %d ns, the host's %d ns)"
               % (q, r[q]["self_ns"], t[q + "_self_ns"]))
     ra = rows(a)
