@@ -1242,8 +1242,12 @@ static __always_inline void stage_send(struct sp_rec_batch *b)
 			       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) +
 					       size >= wakeup_bytes ?
 				       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
-		count_error(SP_ERR_EVENTS_LOST, n);
+		/* The pauses in it were sptrace's own bookkeeping, not the
+		 * user's events: `lost` counts those only. */
+		count_error(SP_ERR_EVENTS_LOST,
+			    n - (b->hdr.arg2 < n ? b->hdr.arg2 : n));
 	b->hdr.arg1 = 0;
+	b->hdr.arg2 = 0;
 }
 
 /* Sends what is staged (the end of a drain or feed). */
@@ -1286,7 +1290,12 @@ static __always_inline void stage_event(__u64 id, __u64 now, __u64 name,
 	}
 	b->hdr.ts_ns = 0;
 	b->hdr.name = 0;
-	b->hdr.arg2 = 0;
+	/* arg2: the pause items staged, for the loss count of stage_send()
+	 * (the recorder ignores it). */
+	if (!n)
+		b->hdr.arg2 = 0;
+	if (ev == SP_EV_PAUSE)
+		b->hdr.arg2++;
 	b->hdr.pid = id >> 32;
 	b->hdr.tid = (__u32)id;
 	b->hdr.kind = SP_REC_BATCH;

@@ -7,12 +7,13 @@ limit: tests/e2e/test_unbalanced.py.)
 
 Ring buffer: `sptrace record --ringbuf-size 1` is stopped with SIGSTOP, so
 nothing drains the 1 MiB ring, while the host makes ~590,000 events; then
-it is continued. The kernel's aggregation (--summary) stays exact; the file
-holds a prefix of the events, and recorded + lost accounts for every event
-the host made, exactly."""
+it is continued, in both recording modes. The kernel's aggregation
+(--summary) stays exact; recorded + lost accounts for every event the host
+made, exactly; per event, the file holds a prefix of the events."""
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 
@@ -23,78 +24,112 @@ SOAK = os.environ["SOAK_HOST"]
 THREADS = 4
 
 require_bpf()
-spt, live = tmpfile(".spt"), tmpfile(".json")
-host = subprocess.Popen([SOAK, "--wait", "--rate", "0", "--threads",
-                         str(THREADS), "--iterations", "20000"],
-                        stdout=subprocess.PIPE, text=True)
-try:
-    check(host.stdout.readline().startswith("ready"), "ring: host ready")
-    # Per-event recording: its losses are a prefix, event by event. A
-    # batched recording loses whole batches (a smaller later one may still
-    # fit, and its pause events count in `lost`): not checked here yet.
-    rec = subprocess.Popen([SPTRACE, "record", "--ringbuf-size", "1", "-o", spt,
-                            "--summary", live, "-p", str(host.pid)],
-                           stderr=subprocess.PIPE, text=True,
-                           env=dict(os.environ, SPTRACE_PER_EVENT="1"))
-    check("Ctrl-C to stop" in rec.stderr.readline(), "ring: recording")
-    rec.send_signal(signal.SIGSTOP)
-    host.send_signal(signal.SIGUSR1)
-    truth = json.loads(host.stdout.readline())
-    eq(host.wait(timeout=60), 0, "ring: host exit status")
-    rec.send_signal(signal.SIGCONT)
-    err = rec.communicate(timeout=60)[1]
-    eq(rec.returncode, 0, "ring: record exits 0 when events were lost")
-finally:
-    for p in (host, rec):
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
-with open(live) as f:
-    ls = json.load(f)
-lost = ls["errors"]["lost"]
-check(lost > 0, "ring: events lost (%d)" % lost)
-check(("%d events lost" % lost) in err and "--ringbuf-size" in err,
-      "ring: record says how many were lost and what to raise (%r)" % err)
-r = rows(ls)
-for name, n in truth["queries"].items():
-    eq(r[name]["count"], n, "ring: live aggregation exact: %s" % name)
-eq(r["soak_inner"]["cache_hits"], truth["cache_hits"]["soak_inner"],
-   "ring: live aggregation exact: cache hits")
-eq(ls["errors"]["unbalanced"], 0, "ring: live aggregation balanced")
 
-# The file: a prefix of the events (the drain stopped, then everything was
-# refused), with the count of the rest in its footer.
-p = run([SPTRACE, "export", "--csv", spt, "-o", "-"])
-eq(p.returncode, 0, "ring: export exit status")
-events = [l.split(",") for l in p.stdout.splitlines()[1:]]
-kinds = collections.Counter(e[3] for e in events)
-ends = collections.Counter(e[4] for e in events if e[3] == "query_end")
-hits = collections.Counter(e[4] for e in events if e[3] == "cache_hit")
-# Every event the host made, plus one thread-exit event per worker thread
-# (they exit after the burst, into the full ring), is recorded or lost.
-eq(len(events) + lost, truth["events"] + THREADS,
-   "ring: recorded (%d) + lost (%d) = the host's events + %d thread exits"
-   % (len(events), lost, THREADS))
+def full_ring(batched):
+    """The ring buffer full in one recording mode. Per-event recording
+    loses a prefix, event by event; batched recording loses whole batches
+    (a smaller later one may still fit), so there the file is no prefix
+    but still every event the host made is recorded or counted lost."""
+    mode = "ring (batched)" if batched else "ring (per-event)"
+    env = dict(os.environ)
+    env.pop("SPTRACE_PER_EVENT", None)
+    if not batched:
+        env["SPTRACE_PER_EVENT"] = "1"
+    spt, live = tmpfile(".spt"), tmpfile(".json")
+    host = subprocess.Popen([SOAK, "--wait", "--rate", "0", "--threads",
+                             str(THREADS), "--iterations", "20000"],
+                            stdout=subprocess.PIPE, text=True)
+    rec = None
+    try:
+        check(host.stdout.readline().startswith("ready"), mode + ": host ready")
+        rec = subprocess.Popen([SPTRACE, "record", "-v", "--ringbuf-size", "1",
+                                "-o", spt, "--summary", live, "-p",
+                                str(host.pid)],
+                               stderr=subprocess.PIPE, text=True, env=env)
+        line = ""
+        while "Ctrl-C to stop" not in line:
+            line = rec.stderr.readline()
+            if not line:
+                break
+        check("Ctrl-C to stop" in line, mode + ": recording")
+        rec.send_signal(signal.SIGSTOP)
+        host.send_signal(signal.SIGUSR1)
+        truth = json.loads(host.stdout.readline())
+        eq(host.wait(timeout=60), 0, mode + ": host exit status")
+        rec.send_signal(signal.SIGCONT)
+        err = rec.communicate(timeout=60)[1]
+        eq(rec.returncode, 0, mode + ": record exits 0 when events were lost")
+    finally:
+        for p in (host, rec):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    batches = re.search(r"(\d+) events in (\d+) ring-buffer records "
+                        r"\((\d+) of them batches\)", err)
+    check(batches and (int(batches.group(3)) > 0) == batched,
+          "%s: the recording was %s (%r)" % (
+              mode, "batched" if batched else "per event",
+              batches.group(0) if batches else err[-300:]))
 
-p = run([SPTRACE, "summarize", "-f", "json", spt])
-eq(p.returncode, 0, "ring: summarize exits 0 on a lossy file")
-s = json.loads(p.stdout)
-eq(s["errors"]["lost"], lost, "ring: summarize JSON reports the footer's loss")
-eq(s["errors"]["unbalanced"], 0, "ring: the kept prefix is balanced")
-for q in s["queries"]:
-    eq(q["count"], ends[q["name"]],
-       "ring: summarize %s: one invocation per recorded END" % q["name"])
-    eq(q["cache_hits"], hits[q["name"]],
-       "ring: summarize %s: cache hits recorded" % q["name"])
-check("lost" in p.stderr, "ring: summarize -f json warns on stderr (%r)" %
-      p.stderr)
-p = run([SPTRACE, "summarize", spt])
-eq(p.returncode, 0, "ring: summarize table exits 0")
-check(("%d lost events" % lost) in p.stdout + p.stderr,
-      "ring: the table run reports the loss")
-for path in (spt, live):
-    os.unlink(path)
+    with open(live) as f:
+        ls = json.load(f)
+    lost = ls["errors"]["lost"]
+    check(lost > 0, mode + ": events lost (%d)" % lost)
+    check(("%d events lost" % lost) in err and "--ringbuf-size" in err,
+          "%s: record says how many were lost and what to raise (%r)"
+          % (mode, err[-400:]))
+    r = rows(ls)
+    for name, n in truth["queries"].items():
+        eq(r[name]["count"], n, "%s: live aggregation exact: %s" % (mode, name))
+    eq(r["soak_inner"]["cache_hits"], truth["cache_hits"]["soak_inner"],
+       mode + ": live aggregation exact: cache hits")
+    eq(ls["errors"]["unbalanced"], 0, mode + ": live aggregation balanced")
+
+    p = run([SPTRACE, "export", "--csv", spt, "-o", "-"])
+    eq(p.returncode, 0, mode + ": export exit status")
+    events = [l.split(",") for l in p.stdout.splitlines()[1:]]
+    # A batched flush's pause is sptrace's bookkeeping, not the host's
+    # event: neither recorded nor lost counts it.
+    user = [e for e in events if e[3] != "pause"]
+    kinds = collections.Counter(e[3] for e in events)
+    ends = collections.Counter(e[4] for e in events if e[3] == "query_end")
+    hits = collections.Counter(e[4] for e in events if e[3] == "cache_hit")
+    check(batched or not kinds["pause"], mode + ": no pause events")
+    # Every event the host made, plus one thread-exit event per worker
+    # thread (they exit after the burst, into the full ring), is recorded
+    # or lost.
+    eq(len(user) + lost, truth["events"] + THREADS,
+       "%s: recorded (%d) + lost (%d) = the host's events + %d thread exits"
+       % (mode, len(user), lost, THREADS))
+
+    p = run([SPTRACE, "summarize", "-f", "json", spt])
+    eq(p.returncode, 0, mode + ": summarize exits 0 on a lossy file")
+    s = json.loads(p.stdout)
+    eq(s["errors"]["lost"], lost, mode + ": summarize JSON reports the "
+       "footer's loss")
+    if not batched:
+        # The kept prefix (the drain stopped, then everything was refused).
+        eq(s["errors"]["unbalanced"], 0, mode + ": the kept prefix is "
+           "balanced")
+        for q in s["queries"]:
+            eq(q["count"], ends[q["name"]],
+               "%s: summarize %s: one invocation per recorded END"
+               % (mode, q["name"]))
+            eq(q["cache_hits"], hits[q["name"]],
+               "%s: summarize %s: cache hits recorded" % (mode, q["name"]))
+    check("lost" in p.stderr, "%s: summarize -f json warns on stderr (%r)" %
+          (mode, p.stderr))
+    p = run([SPTRACE, "summarize", spt])
+    eq(p.returncode, 0, mode + ": summarize table exits 0")
+    check(("%d lost events" % lost) in p.stdout + p.stderr,
+          mode + ": the table run reports the loss")
+    for path in (spt, live):
+        os.unlink(path)
+
+
+full_ring(False)
+full_ring(True)
 
 # Threads map full: 32 threads alive at once (paced, 1 s), 16 map entries.
 # A thread without an entry loses its intervals: each lost BEGIN is counted
