@@ -99,16 +99,14 @@ struct {
 	__type(value, struct sp_spec_name);
 } spec_names SEC(".maps");
 
-/* --query, per CPU: where a name string is read before it is hashed; the
- * lines this CPU saw at their row cap (in the cache line the string's
- * first bytes are written to: no other line touched to ask); and a
- * direct-mapped cache of names known to be in `spec_names` (never deleted
- * during a session), so a BEGIN of a known name looks nothing up to learn
- * it is admitted. Both only choose which lookup comes first. */
+/* --query, per CPU: a direct-mapped cache of names known to be in
+ * `spec_names` (never deleted during a session), so a BEGIN of a known name
+ * looks nothing up to learn it is admitted. It only chooses which lookup
+ * comes first. The name string itself is read into the program's stack,
+ * a line that is hot at every event, where a per-CPU buffer was one more
+ * cold line under a busy host. */
 #define SPEC_ADMITTED_SLOTS 64
 struct spec_scratch {
-	__u64 full;			/* bit per line: at its cap */
-	struct sp_spec_name buf;	/* the value spec_names keeps */
 	__u64 admitted[SPEC_ADMITTED_SLOTS];
 };
 
@@ -201,6 +199,9 @@ const volatile bool follow = false;
 /* Set before load by --query: its lines, and how many tracks they use. */
 const volatile struct sp_spec_line spec_lines[SP_SPEC_MAX_LINES];
 const volatile __u32 spec_ntracks = 0;
+/* --query: a bit per line some CPU saw at its row cap. Next to `armed`,
+ * which every event reads anyway; written once per line. */
+volatile __u64 spec_full;
 
 /* Does process tgid count? With --follow, only followed ones. */
 static __always_inline bool traced_tgid(__u32 tgid)
@@ -745,9 +746,9 @@ static long norm_byte(__u32 i, void *data)
 }
 
 /*
- * The value of a string argument: read into a per-CPU buffer and hashed
- * (FNV-1a 64), raw or in one pass with its normalization (spec_norm.h);
- * the row keeps the raw string once. An unreadable string is named
+ * The value of a string argument: read into the caller's stack buffer
+ * and hashed (FNV-1a 64), raw or in one pass with its normalization
+ * (spec_norm.h); the row keeps the raw string once. An unreadable string is named
  * "<unreadable>".
  */
 static __always_inline __u64 spec_str_value(struct pt_regs *ctx,
@@ -825,12 +826,11 @@ static __always_inline __u64 spec_name(struct pt_regs *ctx,
 						   l->normalize, buf));
 }
 
-/* Did this CPU see the line at its cap? Then a value without a row in
- * this process is more likely one of "<other>" than one admitted. */
-static __always_inline bool spec_line_full(__u32 line,
-					   const struct spec_scratch *sc)
+/* Was the line seen at its cap? Then a value without a row in this
+ * process is more likely one of "<other>" than one admitted. */
+static __always_inline bool spec_line_full(__u32 line)
 {
-	return sc->full & (1ull << (line & (SP_SPEC_MAX_LINES - 1)));
+	return spec_full & (1ull << (line & (SP_SPEC_MAX_LINES - 1)));
 }
 
 /*
@@ -841,15 +841,20 @@ static __always_inline bool spec_line_full(__u32 line,
  */
 static __always_inline __u64 spec_admit(__u32 line,
 					const volatile struct sp_spec_line *l,
-					__u64 name, struct spec_scratch *sc)
+					__u64 name,
+					const struct sp_spec_name *buf)
 {
 	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows, *slot;
-	__u64 *bits;
-	__u32 bit, word;
+	struct spec_scratch *sc;
+	__u32 bit, word, zero = 0;
+	__u64 *bits, lbit;
 	long err;
 
 	if (SP_SPEC_NAME_OUTCOME(name) || l->name_type == SP_SPEC_NAME_FIXED)
 		return name;
+	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!sc)
+		return other;	/* cannot happen: slot 0 of a per-CPU array */
 	slot = &sc->admitted[(name ^ (name >> 29)) & (SPEC_ADMITTED_SLOTS - 1)];
 	if (*slot == name)
 		return name;
@@ -858,7 +863,7 @@ static __always_inline __u64 spec_admit(__u32 line,
 	bits = bpf_map_lookup_elem(&spec_admit_bits, &word);
 	if (!bits)
 		return other;	/* cannot happen: an array slot in range */
-	if (spec_line_full(line, sc) && !(*bits & (1ull << (bit & 63)))) {
+	if (spec_line_full(line) && !(*bits & (1ull << (bit & 63)))) {
 		spec_error(line, SP_SPEC_ERR_OTHER);
 		return other;
 	}
@@ -868,14 +873,16 @@ static __always_inline __u64 spec_admit(__u32 line,
 	}
 	rows = bpf_map_lookup_elem(&spec_rows, &line);
 	if (rows && l->max_rows && *rows >= l->max_rows) {
-		sc->full |= 1ull << (line & (SP_SPEC_MAX_LINES - 1));
+		lbit = 1ull << (line & (SP_SPEC_MAX_LINES - 1));
+		if (!(spec_full & lbit))
+			__sync_fetch_and_or(&spec_full, lbit);
 		spec_error(line, SP_SPEC_ERR_OTHER);
 		return other;
 	}
 	/* Before the value is in spec_names and counted in rows: a CPU that
 	 * sees the line full then sees the bit too. */
 	__sync_fetch_and_or(bits, 1ull << (bit & 63));
-	err = bpf_map_update_elem(&spec_names, &name, &sc->buf, BPF_NOEXIST);
+	err = bpf_map_update_elem(&spec_names, &name, buf, BPF_NOEXIST);
 	if (!err && rows)
 		__sync_fetch_and_add(rows, 1);
 	else if (err && err != -EEXIST) {
@@ -959,9 +966,9 @@ int sp_spec_begin(struct pt_regs *ctx)
 {
 	const volatile struct sp_spec_line *l;
 	struct sp_thread_stack *st;
-	struct spec_scratch *sc;
+	struct sp_spec_name buf;
 	struct spec_ev e;
-	__u32 kind, d, zero = 0;
+	__u32 kind, d;
 	__u64 now, name;
 
 	if (!spec_event_start(ctx, &e))
@@ -970,12 +977,9 @@ int sp_spec_begin(struct pt_regs *ctx)
 	kind = l->kind;
 	if (!spec_cond(ctx, e.u, l->if_arg, l->if_op, l->if_val))
 		return 0;
-	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
-	if (!sc)
-		return 0;
 	/* The row is made at END, without the string: admit it now. */
-	name = spec_admit(e.line, l, spec_name(ctx, e.u, e.line, l, &sc->buf),
-			  sc);
+	name = spec_admit(e.line, l, spec_name(ctx, e.u, e.line, l, &buf),
+			  &buf);
 	now = bpf_ktime_get_ns();
 	/* arg1: the track + 1, arg2: the line + 1, so a replay closes the
 	 * same frame of the same stack as this program does. */
@@ -1060,9 +1064,8 @@ int sp_spec_cache(struct pt_regs *ctx)
 	const volatile struct sp_spec_line *l;
 	struct sp_query_key key = {};
 	struct sp_query_stats *row = NULL;
-	struct spec_scratch *sc;
+	struct sp_spec_name buf;
 	struct spec_ev e;
-	__u32 zero = 0;
 	bool hit;
 
 	if (!spec_event_start(ctx, &e))
@@ -1070,18 +1073,15 @@ int sp_spec_cache(struct pt_regs *ctx)
 	l = e.l;
 	if (!spec_cond(ctx, e.u, l->if_arg, l->if_op, l->if_val))
 		return 0;
-	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
-	if (!sc)
-		return 0;
 	key.tgid = e.id >> 32;
-	key.name = spec_name(ctx, e.u, e.line, l, &sc->buf);
+	key.name = spec_name(ctx, e.u, e.line, l, &buf);
 	/* A row of this process has the value: admitted long ago. Once the
 	 * line is full, most values are not, and admission says so with one
 	 * lookup less (rows are per process: a miss here proves nothing). */
-	if (!spec_line_full(e.line, sc))
+	if (!spec_line_full(e.line))
 		row = bpf_map_lookup_elem(&queries, &key);
 	if (!row) {
-		key.name = spec_admit(e.line, l, key.name, sc);
+		key.name = spec_admit(e.line, l, key.name, &buf);
 		row = query_row(key.tgid, key.name);
 		if (!row)
 			return 0;
