@@ -308,15 +308,13 @@ static __always_inline void capture_name(const struct sp_query_key *key)
 	}
 }
 
-static __always_inline struct sp_query_stats *query_row(__u32 tgid, __u64 name)
+/* A new row (not inlined: once per row, out of the events' path). */
+static __noinline struct sp_query_stats *query_row_new(__u32 tgid, __u64 name)
 {
 	struct sp_query_key key = { .name = name, .tgid = tgid };
-	struct sp_query_stats zero = {}, *row;
+	struct sp_query_stats zero = {};
 	long err;
 
-	row = bpf_map_lookup_elem(&queries, &key);
-	if (row)
-		return row;
 	err = bpf_map_update_elem(&queries, &key, &zero, BPF_NOEXIST);
 	if (!err)
 		capture_name(&key);
@@ -325,6 +323,17 @@ static __always_inline struct sp_query_stats *query_row(__u32 tgid, __u64 name)
 		return NULL;
 	}
 	return bpf_map_lookup_elem(&queries, &key);
+}
+
+static __always_inline struct sp_query_stats *query_row(__u32 tgid, __u64 name)
+{
+	struct sp_query_key key = { .name = name, .tgid = tgid };
+	struct sp_query_stats *row;
+
+	row = bpf_map_lookup_elem(&queries, &key);
+	if (row)
+		return row;
+	return query_row_new(tgid, name);
 }
 
 static __always_inline void hist_add(__u32 tgid, __u64 name, __u64 ns)
@@ -686,15 +695,15 @@ static __always_inline int spec_arg(struct pt_regs *ctx,
 }
 
 /* An if= or hit= condition on an integer argument; an argument that
- * cannot be read makes it false. */
-static __always_inline bool spec_cond(struct pt_regs *ctx,
+ * cannot be read makes it false. Not inlined: most lines have none, and
+ * the program's code is cold at each event under a busy host, so the
+ * path an event takes is kept short and together. */
+static __noinline bool spec_cond_test(struct pt_regs *ctx,
 				      const struct __bpf_usdt_spec *u,
 				      __u32 arg, __u32 op, __s64 val)
 {
 	long v = 0;
 
-	if (op == SP_OP_NONE)
-		return true;
 	if (spec_arg(ctx, u, arg, &v))
 		return false;
 	switch (op) {
@@ -706,6 +715,13 @@ static __always_inline bool spec_cond(struct pt_regs *ctx,
 	case SP_OP_GE: return v >= val;
 	}
 	return false;
+}
+
+static __always_inline bool spec_cond(struct pt_regs *ctx,
+				      const struct __bpf_usdt_spec *u,
+				      __u32 arg, __u32 op, __s64 val)
+{
+	return op == SP_OP_NONE || spec_cond_test(ctx, u, arg, op, val);
 }
 
 /* The state of one normalizing hash pass (a bpf_loop callback's). */
@@ -839,25 +855,17 @@ static __always_inline bool spec_line_full(__u32 line)
  * events go to the line's "<other>" row, so counts stay exact while the
  * maps stay bounded. Returns the name to count under.
  */
-static __always_inline __u64 spec_admit(__u32 line,
-					const volatile struct sp_spec_line *l,
-					__u64 name,
-					const struct sp_spec_name *buf)
+static __noinline __u64 spec_admit_new(__u32 line,
+				       const volatile struct sp_spec_line *l,
+				       __u64 name,
+				       const struct sp_spec_name *buf,
+				       __u64 *slot)
 {
-	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows, *slot;
-	struct spec_scratch *sc;
-	__u32 bit, word, zero = 0;
+	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows;
 	__u64 *bits, lbit;
+	__u32 bit, word;
 	long err;
 
-	if (SP_SPEC_NAME_OUTCOME(name) || l->name_type == SP_SPEC_NAME_FIXED)
-		return name;
-	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
-	if (!sc)
-		return other;	/* cannot happen: slot 0 of a per-CPU array */
-	slot = &sc->admitted[(name ^ (name >> 29)) & (SPEC_ADMITTED_SLOTS - 1)];
-	if (*slot == name)
-		return name;
 	bit = (__u32)(name ^ (name >> 40)) & (SPEC_ADMIT_BITS - 1);
 	word = bit / 64;
 	bits = bpf_map_lookup_elem(&spec_admit_bits, &word);
@@ -892,6 +900,28 @@ static __always_inline __u64 spec_admit(__u32 line,
 	}
 	*slot = name;
 	return name;
+}
+
+/* The admitted-name cache first; the rest (not inlined) only for a name
+ * this CPU has not seen admitted. */
+static __always_inline __u64 spec_admit(__u32 line,
+					const volatile struct sp_spec_line *l,
+					__u64 name,
+					const struct sp_spec_name *buf)
+{
+	struct spec_scratch *sc;
+	__u32 zero = 0;
+	__u64 *slot;
+
+	if (SP_SPEC_NAME_OUTCOME(name) || l->name_type == SP_SPEC_NAME_FIXED)
+		return name;
+	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!sc)	/* cannot happen: slot 0 of a per-CPU array */
+		return SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0);
+	slot = &sc->admitted[(name ^ (name >> 29)) & (SPEC_ADMITTED_SLOTS - 1)];
+	if (*slot == name)
+		return name;
+	return spec_admit_new(line, l, name, buf, slot);
 }
 
 /* The record event of a spec probe's BEGIN or END. */
