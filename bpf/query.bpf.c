@@ -653,7 +653,7 @@ static __always_inline int spec_reg(struct pt_regs *ctx, short off,
 }
 
 /* bpf_usdt_arg() of the spec in hand: the same decoding. */
-static __always_inline int spec_arg(struct pt_regs *ctx,
+static __noinline int spec_arg(struct pt_regs *ctx,
 				    const struct __bpf_usdt_spec *u,
 				    __u32 n, long *res)
 {
