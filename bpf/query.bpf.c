@@ -717,11 +717,18 @@ static __noinline bool spec_cond_test(struct pt_regs *ctx,
 	return false;
 }
 
+/* The if= (hit false) or hit= condition `op` of line l: l is read only
+ * when there is one (op comes from the cookie). */
 static __always_inline bool spec_cond(struct pt_regs *ctx,
 				      const struct __bpf_usdt_spec *u,
-				      __u32 arg, __u32 op, __s64 val)
+				      const volatile struct sp_spec_line *l,
+				      __u32 op, bool hit)
 {
-	return op == SP_OP_NONE || spec_cond_test(ctx, u, arg, op, val);
+	if (op == SP_OP_NONE)
+		return true;
+	if (hit)
+		return spec_cond_test(ctx, u, l->hit_arg, op, l->hit_val);
+	return spec_cond_test(ctx, u, l->if_arg, op, l->if_val);
 }
 
 /* The state of one normalizing hash pass (a bpf_loop callback's). */
@@ -822,24 +829,25 @@ static __always_inline __u64 spec_str_value(struct pt_regs *ctx,
  */
 static __always_inline __u64 spec_name(struct pt_regs *ctx,
 				       const struct __bpf_usdt_spec *u,
-				       __u32 line,
-				       const volatile struct sp_spec_line *l,
+				       __u32 line, __u64 cookie,
 				       struct sp_spec_name *buf)
 {
+	__u32 type = SP_SPEC_COOKIE_NAME_TYPE(cookie);
+	__u32 arg = SP_SPEC_COOKIE_NAME_ARG(cookie);
 	long v = 0;
 
-	if (l->name_type == SP_SPEC_NAME_FIXED)
+	if (type == SP_SPEC_NAME_FIXED)
 		return SP_SPEC_NAME(line, 0, 0);
-	if (l->name_type == SP_SPEC_NAME_INT) {
-		if (spec_arg(ctx, u, l->name_arg, &v)) {
+	if (type == SP_SPEC_NAME_INT) {
+		if (spec_arg(ctx, u, arg, &v)) {
 			spec_error(line, SP_SPEC_ERR_NAME_READ);
 			return SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0);
 		}
 		buf->str[0] = 0;
 		return SP_SPEC_NAME(line, 0, (__u64)v);
 	}
-	return SP_SPEC_NAME(line, 0, spec_str_value(ctx, u, line, l->name_arg,
-						   l->normalize, buf));
+	return SP_SPEC_NAME(line, 0, spec_str_value(ctx, u, line, arg,
+				SP_SPEC_COOKIE_NORMALIZE(cookie), buf));
 }
 
 /* Was the line seen at its cap? Then a value without a row in this
@@ -906,14 +914,15 @@ static __noinline __u64 spec_admit_new(__u32 line,
  * this CPU has not seen admitted. */
 static __always_inline __u64 spec_admit(__u32 line,
 					const volatile struct sp_spec_line *l,
-					__u64 name,
+					__u64 cookie, __u64 name,
 					const struct sp_spec_name *buf)
 {
 	struct spec_scratch *sc;
 	__u32 zero = 0;
 	__u64 *slot;
 
-	if (SP_SPEC_NAME_OUTCOME(name) || l->name_type == SP_SPEC_NAME_FIXED)
+	if (SP_SPEC_NAME_OUTCOME(name) ||
+	    SP_SPEC_COOKIE_NAME_TYPE(cookie) == SP_SPEC_NAME_FIXED)
 		return name;
 	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
 	if (!sc)	/* cannot happen: slot 0 of a per-CPU array */
@@ -967,6 +976,7 @@ struct spec_ev {
 	const struct __bpf_usdt_spec *u;
 	const volatile struct sp_spec_line *l;
 	__u64 id;
+	__u64 cookie;	/* SP_SPEC_COOKIE(): the line's hot fields */
 	__u32 line;
 	__u32 end;
 };
@@ -984,7 +994,7 @@ static __always_inline bool spec_event_start(struct pt_regs *ctx,
 	e->u = spec_usdt(ctx);
 	if (!e->u)
 		return false;
-	cookie = e->u->usdt_cookie;
+	e->cookie = cookie = e->u->usdt_cookie;
 	e->line = SP_SPEC_COOKIE_LINE(cookie) & (SP_SPEC_MAX_LINES - 1);
 	e->end = SP_SPEC_COOKIE_END(cookie);
 	e->l = &spec_lines[e->line];
@@ -1005,11 +1015,11 @@ int sp_spec_begin(struct pt_regs *ctx)
 		return 0;
 	l = e.l;
 	kind = l->kind;
-	if (!spec_cond(ctx, e.u, l->if_arg, l->if_op, l->if_val))
+	if (!spec_cond(ctx, e.u, l, SP_SPEC_COOKIE_IF_OP(e.cookie), false))
 		return 0;
 	/* The row is made at END, without the string: admit it now. */
-	name = spec_admit(e.line, l, spec_name(ctx, e.u, e.line, l, &buf),
-			  &buf);
+	name = spec_admit(e.line, l, e.cookie,
+			  spec_name(ctx, e.u, e.line, e.cookie, &buf), &buf);
 	now = bpf_ktime_get_ns();
 	/* arg1: the track + 1, arg2: the line + 1, so a replay closes the
 	 * same frame of the same stack as this program does. */
@@ -1055,7 +1065,7 @@ int sp_spec_end(struct pt_regs *ctx)
 	if (r == SP_POP_OVERFLOWED)
 		return 0;
 	if (r == SP_POP_UNMATCHED) {
-		if (l->if_op == SP_OP_NONE) {
+		if (SP_SPEC_COOKIE_IF_OP(e.cookie) == SP_OP_NONE) {
 			spec_error(line, SP_SPEC_ERR_END_WITHOUT_BEGIN);
 			count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
 		}
@@ -1069,8 +1079,8 @@ int sp_spec_end(struct pt_regs *ctx)
 	     line + 1);
 	row = add_closed(e.id >> 32, &c);
 	/* Each count below is also a CACHE_HIT event, for the replay. */
-	if (row && l->hit_op &&
-	    spec_cond(ctx, e.u, l->hit_arg, l->hit_op, l->hit_val)) {
+	if (row && SP_SPEC_COOKIE_HIT_OP(e.cookie) &&
+	    spec_cond(ctx, e.u, l, SP_SPEC_COOKIE_HIT_OP(e.cookie), true)) {
 		row->cache_hits++;
 		emit(SP_EV_CACHE_HIT, e.id, now, c.name, 0, 0);
 	}
@@ -1101,25 +1111,25 @@ int sp_spec_cache(struct pt_regs *ctx)
 	if (!spec_event_start(ctx, &e))
 		return 0;
 	l = e.l;
-	if (!spec_cond(ctx, e.u, l->if_arg, l->if_op, l->if_val))
+	if (!spec_cond(ctx, e.u, l, SP_SPEC_COOKIE_IF_OP(e.cookie), false))
 		return 0;
 	key.tgid = e.id >> 32;
-	key.name = spec_name(ctx, e.u, e.line, l, &buf);
+	key.name = spec_name(ctx, e.u, e.line, e.cookie, &buf);
 	/* A row of this process has the value: admitted long ago. Once the
 	 * line is full, most values are not, and admission says so with one
 	 * lookup less (rows are per process: a miss here proves nothing). */
 	if (!spec_line_full(e.line))
 		row = bpf_map_lookup_elem(&queries, &key);
 	if (!row) {
-		key.name = spec_admit(e.line, l, key.name, &buf);
+		key.name = spec_admit(e.line, l, e.cookie, key.name, &buf);
 		row = query_row(key.tgid, key.name);
 		if (!row)
 			return 0;
 	}
-	hit = spec_cond(ctx, e.u, l->hit_arg, l->hit_op, l->hit_val);
+	hit = spec_cond(ctx, e.u, l, SP_SPEC_COOKIE_HIT_OP(e.cookie), true);
 	if (hit && record)	/* no clock read when not recording */
 		emit(SP_EV_CACHE_HIT, e.id, bpf_ktime_get_ns(), key.name, 0, 0);
-	if (l->hit_op != SP_OP_NONE)
+	if (SP_SPEC_COOKIE_HIT_OP(e.cookie) != SP_OP_NONE)
 		row->count++;
 	if (hit)
 		row->cache_hits++;

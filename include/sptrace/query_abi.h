@@ -215,11 +215,23 @@ struct sp_spec_tkey {
 	__u32 track;
 };
 
-/* The USDT cookie of a spec probe site: its line, and for an END which of
- * the line's ends it is (1-based). */
-#define SP_SPEC_COOKIE(line, end) ((__u64)(line) | ((__u64)(end) << 8))
-#define SP_SPEC_COOKIE_LINE(c) ((unsigned int)((c) & 0xff))
-#define SP_SPEC_COOKIE_END(c) ((unsigned int)(((c) >> 8) & 0xff))
+/* The USDT cookie of a spec probe site: its line, for an END which of the
+ * line's ends it is (1-based), and the line's fields every event asks
+ * (`l`, its struct sp_spec_line), so that an event of a line without if=
+ * or hit= reads nothing of `spec_lines` (a cold cache line less). */
+#define SP_SPEC_COOKIE(line, end, l)                                           \
+	((__u64)(line) | ((__u64)(end) << 8) |                                 \
+	 ((__u64)(l)->name_type << 16) | ((__u64)(l)->name_arg << 24) |        \
+	 ((__u64)(l)->normalize << 32) | ((__u64)(l)->if_op << 40) |           \
+	 ((__u64)(l)->hit_op << 48))
+#define SP_SPEC_COOKIE_BYTE(c, i) ((unsigned int)(((c) >> ((i) * 8)) & 0xff))
+#define SP_SPEC_COOKIE_LINE(c) SP_SPEC_COOKIE_BYTE(c, 0)
+#define SP_SPEC_COOKIE_END(c) SP_SPEC_COOKIE_BYTE(c, 1)
+#define SP_SPEC_COOKIE_NAME_TYPE(c) SP_SPEC_COOKIE_BYTE(c, 2)
+#define SP_SPEC_COOKIE_NAME_ARG(c) SP_SPEC_COOKIE_BYTE(c, 3)
+#define SP_SPEC_COOKIE_NORMALIZE(c) SP_SPEC_COOKIE_BYTE(c, 4)
+#define SP_SPEC_COOKIE_IF_OP(c) SP_SPEC_COOKIE_BYTE(c, 5)
+#define SP_SPEC_COOKIE_HIT_OP(c) SP_SPEC_COOKIE_BYTE(c, 6)
 
 /* Per spec line, what went wrong (the per-CPU `spec_errors` array, slot
  * line * SP_SPEC_ERR__MAX + error), so each warning names its line. */

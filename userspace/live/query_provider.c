@@ -647,10 +647,13 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 	err = note_providers(qp, f);
 	for (k = 0; k < qp->o->nqspecs && !err; k++) {
 		const struct query_spec *q = &qp->o->qspecs[k];
+		struct sp_spec_line l;
 
+		/* The loaded program's own copy: what its events decode. */
+		memcpy(&l, (const void *)&skel->rodata->spec_lines[k], sizeof(l));
 		for (p = q->nprobes - 1; p >= 0 && !err; p--) {
 			LIBBPF_OPTS(bpf_usdt_opts, uo,
-				.usdt_cookie = SP_SPEC_COOKIE(k, p));
+				.usdt_cookie = SP_SPEC_COOKIE(k, p, &l));
 			struct bpf_program *prog =
 				q->cache ? skel->progs.sp_spec_cache :
 				p ? skel->progs.sp_spec_end :
