@@ -776,7 +776,8 @@ static long norm_byte(__u32 i, void *data)
  */
 static __always_inline __u64 spec_str_value(struct pt_regs *ctx,
 					     const struct __bpf_usdt_spec *u,
-					     __u32 line, __u32 arg, __u32 norm,
+					     __u32 line, __u32 arg, __u32 reg,
+					     __u32 norm,
 					     struct sp_spec_name *buf)
 {
 	struct norm_pass p = { .buf = buf, .mode = norm, .h = SP_FNV_OFFSET };
@@ -784,7 +785,11 @@ static __always_inline __u64 spec_str_value(struct pt_regs *ctx,
 	__u32 i;
 
 	p.len = -1;
-	if (!spec_arg(ctx, u, arg, &ptr) && ptr)
+	if (reg)
+		ptr = (long)sp_reg_value(ctx, reg);
+	else if (spec_arg(ctx, u, arg, &ptr))
+		ptr = 0;
+	if (ptr)
 		p.len = bpf_probe_read_user_str(buf->str, sizeof(buf->str),
 						(const void *)ptr);
 	if (p.len <= 0) {
@@ -834,19 +839,22 @@ static __always_inline __u64 spec_name(struct pt_regs *ctx,
 {
 	__u32 type = SP_SPEC_COOKIE_NAME_TYPE(cookie);
 	__u32 arg = SP_SPEC_COOKIE_NAME_ARG(cookie);
+	__u32 reg = SP_SPEC_COOKIE_NAME_REG(cookie);
 	long v = 0;
 
 	if (type == SP_SPEC_NAME_FIXED)
 		return SP_SPEC_NAME(line, 0, 0);
 	if (type == SP_SPEC_NAME_INT) {
-		if (spec_arg(ctx, u, arg, &v)) {
+		if (reg)
+			v = (long)sp_reg_value(ctx, reg);
+		else if (spec_arg(ctx, u, arg, &v)) {
 			spec_error(line, SP_SPEC_ERR_NAME_READ);
 			return SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0);
 		}
 		buf->str[0] = 0;
 		return SP_SPEC_NAME(line, 0, (__u64)v);
 	}
-	return SP_SPEC_NAME(line, 0, spec_str_value(ctx, u, line, arg,
+	return SP_SPEC_NAME(line, 0, spec_str_value(ctx, u, line, arg, reg,
 				SP_SPEC_COOKIE_NORMALIZE(cookie), buf));
 }
 

@@ -232,6 +232,11 @@ struct sp_spec_tkey {
 #define SP_SPEC_COOKIE_NORMALIZE(c) SP_SPEC_COOKIE_BYTE(c, 4)
 #define SP_SPEC_COOKIE_IF_OP(c) SP_SPEC_COOKIE_BYTE(c, 5)
 #define SP_SPEC_COOKIE_HIT_OP(c) SP_SPEC_COOKIE_BYTE(c, 6)
+/* Byte 7: the register (enum sp_reg) holding the name argument as a 64-bit
+ * value at every site of the probe, or SP_REG_NONE: the event then decodes
+ * the argument from libbpf's USDT spec, a cache line more. */
+#define SP_SPEC_COOKIE_REG(r) ((__u64)(r) << 56)
+#define SP_SPEC_COOKIE_NAME_REG(c) SP_SPEC_COOKIE_BYTE(c, 7)
 
 /* Per spec line, what went wrong (the per-CPU `spec_errors` array, slot
  * line * SP_SPEC_ERR__MAX + error), so each warning names its line. */

@@ -109,6 +109,16 @@ static const struct {
 	{ "r13", SP_REG_R13 }, { "r14", SP_REG_R14 }, { "r15", SP_REG_R15 },
 };
 
+int attach__reg(const char *name)
+{
+	size_t j;
+
+	for (j = 0; j < sizeof(reg_names) / sizeof(reg_names[0]); j++)
+		if (!strcmp(name, reg_names[j].name))
+			return reg_names[j].reg;
+	return SP_REG_NONE;
+}
+
 int attach__cookie_from_args(const char *args, uint64_t *cookie)
 {
 	struct usdt_arg v[USDT_ARGS_MAX];

@@ -107,4 +107,7 @@ void attach__prepare_multi(struct bpf_program *prog);
  * 0 or -EOPNOTSUPP (an argument that is not a plain 64-bit register). */
 int attach__cookie_from_args(const char *args, uint64_t *cookie);
 
+/* The enum sp_reg of a 64-bit register name ("rbx"), SP_REG_NONE if none. */
+int attach__reg(const char *name);
+
 #endif /* SPTRACE_ATTACH_H */

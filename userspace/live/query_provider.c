@@ -17,6 +17,7 @@
 #include <sptrace/query_abi.h>
 #include <sptrace/batch_abi.h>
 #include <sptrace/record_abi.h>
+#include "attach.h"
 #include "batch_drain.h"
 #include "elf_notes.h"
 #include "log.h"
@@ -587,6 +588,40 @@ static int spec_sites(const struct query_spec *q, int p,
 	return n;
 }
 
+/*
+ * The register (enum sp_reg) that holds argument `arg` of probe p at every
+ * site of it in f, as a plain 64-bit value; SP_REG_NONE if any site has it
+ * elsewhere (the BPF program then decodes libbpf's USDT spec of the site).
+ * With a register, an event reads only the cookie's cache line of the spec.
+ */
+static unsigned int spec_name_reg(const struct query_spec *q, int p, int arg,
+				  const struct usdt_file *f)
+{
+	struct usdt_arg args[USDT_ARGS_MAX];
+	unsigned int reg = SP_REG_NONE;
+	int nargs, r;
+	size_t i;
+
+	if (arg < 0)
+		return SP_REG_NONE;
+	for (i = 0; i < f->nsites; i++) {
+		const struct usdt_site *s = &f->sites[i];
+
+		if (strcmp(s->provider, q->provider[p]) ||
+		    strcmp(s->name, q->probe[p]))
+			continue;
+		nargs = usdt_args__parse(s->args, args, USDT_ARGS_MAX);
+		if (nargs <= arg || args[arg].kind != USDT_ARG_REG ||
+		    args[arg].size != 8)
+			return SP_REG_NONE;
+		r = attach__reg(args[arg].reg);
+		if (r == SP_REG_NONE || (reg != SP_REG_NONE && (unsigned int)r != reg))
+			return SP_REG_NONE;
+		reg = (unsigned int)r;
+	}
+	return reg;
+}
+
 static int push_spec_link(struct query_provider *qp, struct bpf_link *link)
 {
 	struct bpf_link **v = realloc(qp->spec_links, (qp->nspec_links + 1) *
@@ -653,7 +688,10 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 		memcpy(&l, (const void *)&skel->rodata->spec_lines[k], sizeof(l));
 		for (p = q->nprobes - 1; p >= 0 && !err; p--) {
 			LIBBPF_OPTS(bpf_usdt_opts, uo,
-				.usdt_cookie = SP_SPEC_COOKIE(k, p, &l));
+				.usdt_cookie = SP_SPEC_COOKIE(k, p, &l) |
+					SP_SPEC_COOKIE_REG(p || l.name_type ==
+							   SP_SPEC_NAME_FIXED ? 0 :
+							   spec_name_reg(q, p, q->arg, f)));
 			struct bpf_program *prog =
 				q->cache ? skel->progs.sp_spec_cache :
 				p ? skel->progs.sp_spec_end :
