@@ -36,8 +36,14 @@
 #    sptrace had the higher TPS: when not in all or none, the difference
 #    is within the noise, and is said so.
 #
+# 3. (PARTS=ab, with BASE=OTHER_BUILD_DIR) the fixed-text count of 1., A/B:
+#    each round and attach order runs BASE's sptrace and BUILD_DIR's in
+#    turn, so both builds meet the same machine; medians per build, overall
+#    and per attach order.
+#
 # Environment: T (seconds per pgbench run, default 5), CLIENTS (default 4),
-# ROUNDS (default 2), RUNS (default 5), PARTS ("bpf tps", default both).
+# ROUNDS (default 2), RUNS (default 5), PARTS ("bpf tps", default both;
+# "ab" is extra), BASE (for ab).
 set -euo pipefail
 
 prog=${0##*/}
@@ -54,6 +60,12 @@ sptrace=$build/userspace/sptrace
 pgbin=/usr/lib/postgresql/15/bin
 postgres=$pgbin/postgres
 [ -x "$sptrace" ] || die "$sptrace: not found (meson compile -C $1)"
+base_sptrace=
+if [[ " ${PARTS:-} " == *" ab "* ]]; then
+	[ -n "${BASE:-}" ] || die "PARTS=ab needs BASE=OTHER_BUILD_DIR"
+	base_sptrace=$(cd "$BASE" && pwd)/userspace/sptrace
+	[ -x "$base_sptrace" ] || die "$base_sptrace: not found"
+fi
 [ "$(id -u)" -eq 0 ] || die "must run as root: attaching uprobes needs it"
 [ -x "$postgres" ] || die "$postgres: PostgreSQL 15 is not installed (apt-get install postgresql-15)"
 command -v bpftrace >/dev/null || die "bpftrace not found (apt-get install bpftrace)"
@@ -261,6 +273,32 @@ if [[ " $PARTS " == *" bpf "* ]]; then
 		"$(alone "--query-file $src/examples/specs/postgresql15.spec" -S)"
 	printf '  %-42s %8s\n' "tpcb-like, shipped postgresql15.spec" \
 		"$(alone "--query-file $src/examples/specs/postgresql15.spec")"
+	echo
+fi
+
+if [[ " $PARTS " == *" ab "* ]]; then
+	echo "A/B, fixed text, count: BPF ns per event, both tools attached at once; $ROUNDS rounds x both orders x both builds"
+	this_sptrace=$sptrace
+	for _ in $(seq "$ROUNDS"); do
+		for o in sb bs; do
+			for b in base this; do
+				if [ $b = base ]; then sptrace=$base_sptrace; else sptrace=$this_sptrace; fi
+				echo "$b $o $(ab "$o" "$sp_count" "$bt_count" -f "$dir/fixed.sql")"
+			done
+		done
+	done | python3 -c '
+import statistics as st, sys
+rows = [l.split() for l in sys.stdin if l.strip()]
+print("%-16s %8s %8s %6s  %10s  %s" % ("", "sptrace", "bpftrace", "ratio", "range",
+      "ratio, sptrace first / bpftrace first"))
+for b, label in (("base", sys.argv[1]), ("this", sys.argv[2])):
+    r = [(x[1], float(x[2]), float(x[3])) for x in rows if x[0] == b]
+    q = [s / t for _, s, t in r]
+    qo = lambda o: st.median([s / t for oo, s, t in r if oo == o])
+    print("%-16s %8.0f %8.0f %6.2f  %4.2f..%4.2f  %.2f / %.2f" % (label[-16:],
+          st.median([s for _, s, _ in r]), st.median([t for _, _, t in r]),
+          st.median(q), min(q), max(q), qo("sb"), qo("bs")))' "$BASE" "$1"
+	sptrace=$this_sptrace
 	echo
 fi
 
