@@ -108,6 +108,9 @@ struct {
 #define SPEC_ADMITTED_SLOTS 64
 struct spec_scratch {
 	__u64 admitted[SPEC_ADMITTED_SLOTS];
+	/* Admission only: the string as it goes into spec_names, zeroed
+	 * after its NUL (the stack buffer holds stale kernel stack there). */
+	struct sp_spec_name admit;
 };
 
 struct {
@@ -878,8 +881,9 @@ static __noinline __u64 spec_admit_new(__u32 line,
 				       __u64 *slot)
 {
 	__u64 other = SP_SPEC_NAME(line, SP_SPEC_OUTCOME_OTHER, 0), *rows;
+	struct spec_scratch *sc;
 	__u64 *bits, lbit;
-	__u32 bit, word;
+	__u32 bit, word, zero = 0;
 	long err;
 
 	bit = (__u32)(name ^ (name >> 40)) & (SPEC_ADMIT_BITS - 1);
@@ -903,10 +907,16 @@ static __noinline __u64 spec_admit_new(__u32 line,
 		spec_error(line, SP_SPEC_ERR_OTHER);
 		return other;
 	}
+	sc = bpf_map_lookup_elem(&spec_scratch, &zero);
+	if (!sc)
+		return other;	/* cannot happen: an array slot in range */
+	__builtin_memset(&sc->admit, 0, sizeof(sc->admit));
+	bpf_probe_read_kernel_str(sc->admit.str, sizeof(sc->admit.str),
+				  buf->str);
 	/* Before the value is in spec_names and counted in rows: a CPU that
 	 * sees the line full then sees the bit too. */
 	__sync_fetch_and_or(bits, 1ull << (bit & 63));
-	err = bpf_map_update_elem(&spec_names, &name, buf, BPF_NOEXIST);
+	err = bpf_map_update_elem(&spec_names, &name, &sc->admit, BPF_NOEXIST);
 	if (!err && rows)
 		__sync_fetch_and_add(rows, 1);
 	else if (err && err != -EEXIST) {
