@@ -8,11 +8,12 @@
 # every site, and exits 1 when the target (under 2 s) is missed.
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: ${0##*/} BUILD_DIR" >&2; exit 2; }
-build=$(cd "$1" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
+bench_root
 src=$(cd "$(dirname "$0")/.." && pwd)
-sp=$build/userspace/sptrace
-[ -x "$sp" ] || { echo "${0##*/}: $sp: not built" >&2; exit 1; }
+sp=$sptrace
 tmp=$(mktemp -d)
 trap 'kill "$target" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 

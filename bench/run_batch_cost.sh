@@ -16,21 +16,13 @@
 # are skipped, said so). About a minute.
 set -euo pipefail
 
-prog=${0##*/}
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 2; }
-warn() { printf '%s: warning: %s\n' "$prog" "$*" >&2; }
-
-if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
-	echo "usage: $prog BUILD_DIR   (a configured and compiled meson build directory)" >&2
-	exit 2
-fi
-[ -d "$1" ] || die "$1: no such build directory (meson setup $1 && meson compile -C $1)"
-build=$(cd "$1" && pwd)
+BENCH_DIE=2	# 1 is a missed target
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
 bc=$build/bench/batch_cost
-sptrace=$build/userspace/sptrace
-[ -x "$bc" ] || die "$bc: not found or not executable (meson compile -C $1)"
-[ -x "$sptrace" ] || die "$sptrace: not found or not executable (meson compile -C $1)"
-[ "$(id -u)" -eq 0 ] || die "must run as root: attaching uprobes needs it"
+bench_need "$bc"
+bench_root
 bpftrace=$(command -v bpftrace || true)
 [ -n "$bpftrace" ] || warn "bpftrace not found: skipping the bpftrace rows and target"
 

@@ -10,19 +10,13 @@
 # root. Not a test; about 10 seconds.
 set -euo pipefail
 
-prog=${0##*/}
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 2; }
-
-if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
-	echo "usage: $prog BUILD_DIR   (a configured and compiled meson build directory)" >&2
-	exit 2
-fi
-build=$(cd "$1" && pwd)
+BENCH_DIE=2	# 1 is a missed target
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
 bc=$build/bench/batch_cost
-sptrace=$build/userspace/sptrace
-[ -x "$bc" ] || die "$bc: not found (meson compile -C $1)"
-[ -x "$sptrace" ] || die "$sptrace: not found (meson compile -C $1)"
-[ "$(id -u)" -eq 0 ] || die "must run as root: attaching uprobes needs it"
+bench_need "$bc"
+bench_root
 command -v bpftool >/dev/null || die "bpftool not found (apt-get install bpftool)"
 
 out=$(mktemp /tmp/sptrace-drain.XXXXXX)

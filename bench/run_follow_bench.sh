@@ -9,14 +9,14 @@
 # two runs. Needs root.
 set -euo pipefail
 
-[ $# -ge 1 ] || { echo "usage: ${0##*/} BUILD_DIR [N]" >&2; exit 2; }
-build=$(cd "$1" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start "BUILD_DIR [N]" 1 2 "$@"
 n=${2:-500}
-sp=$build/userspace/sptrace
+sp=$sptrace
 host=$build/tests/hosts/follow_static
-for f in "$sp" "$host"; do
-	[ -x "$f" ] || { echo "${0##*/}: $f: not built" >&2; exit 1; }
-done
+bench_need "$host"
+bench_root
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 loop="i=0; while [ \$i -lt $n ]; do \"$host\" --leaf 1 >/dev/null; i=\$((i + 1)); done"

@@ -8,10 +8,11 @@
 # traced figure is printed only if sptrace counted every one of the calls.
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: ${0##*/} BUILD_DIR" >&2; exit 2; }
-build=$(cd "$1" && pwd)
-sp=$build/userspace/sptrace
-[ -x "$sp" ] || { echo "${0##*/}: $sp: not built" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
+bench_root
+sp=$sptrace
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/calls.c" <<'C'

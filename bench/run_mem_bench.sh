@@ -19,18 +19,14 @@
 #     with --no-stacks (bpftrace records no stacks).
 set -euo pipefail
 
-prog=${0##*/}
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
-
-[ $# -eq 1 ] || { echo "usage: $prog BUILD_DIR" >&2; exit 2; }
-build=$(cd "$1" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
 pc=$build/bench/probe_cost
 host=$build/tests/hosts/mem_libc
-sp=$build/userspace/sptrace
-for f in "$pc" "$host" "$sp"; do
-	[ -x "$f" ] || die "$f: not built (meson compile -C $1)"
-done
-[ "$(id -u)" -eq 0 ] || die "must run as root"
+sp=$sptrace
+bench_need "$pc" "$host"
+bench_root
 libc=$(ldd "$host" | awk '$1 ~ /^libc\.so/ { print $3 }')
 [ -n "$libc" ] || die "$host: no libc.so in ldd output"
 

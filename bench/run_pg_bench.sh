@@ -46,27 +46,19 @@
 # "ab" is extra), BASE (for ab).
 set -euo pipefail
 
-prog=${0##*/}
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
-
-if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
-	echo "usage: $prog BUILD_DIR   (a configured and compiled meson build directory)" >&2
-	exit 2
-fi
-[ -d "$1" ] || die "$1: no such build directory"
-build=$(cd "$1" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
 src=$(cd "$(dirname "$0")/.." && pwd)
-sptrace=$build/userspace/sptrace
 pgbin=/usr/lib/postgresql/15/bin
 postgres=$pgbin/postgres
-[ -x "$sptrace" ] || die "$sptrace: not found (meson compile -C $1)"
 base_sptrace=
 if [[ " ${PARTS:-} " == *" ab "* ]]; then
 	[ -n "${BASE:-}" ] || die "PARTS=ab needs BASE=OTHER_BUILD_DIR"
 	base_sptrace=$(cd "$BASE" && pwd)/userspace/sptrace
 	[ -x "$base_sptrace" ] || die "$base_sptrace: not found"
 fi
-[ "$(id -u)" -eq 0 ] || die "must run as root: attaching uprobes needs it"
+bench_root
 [ -x "$postgres" ] || die "$postgres: PostgreSQL 15 is not installed (apt-get install postgresql-15)"
 command -v bpftrace >/dev/null || die "bpftrace not found (apt-get install bpftrace)"
 command -v bpftool >/dev/null || die "bpftool not found (apt-get install bpftool)"

@@ -17,18 +17,14 @@
 #   - the loader's peak RSS while recording that file.
 set -euo pipefail
 
-prog=${0##*/}
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
-
-[ $# -eq 1 ] || { echo "usage: $prog BUILD_DIR" >&2; exit 2; }
-build=$(cd "$1" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
 pc=$build/bench/probe_cost
 qe=$build/examples/query_engine
-sp=$build/userspace/sptrace
-for f in "$pc" "$qe" "$sp"; do
-	[ -x "$f" ] || die "$f: not built (meson compile -C $1)"
-done
-[ "$(id -u)" -eq 0 ] || die "must run as root"
+sp=$sptrace
+bench_need "$pc" "$qe"
+bench_root
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ns_of() { sed -n 's/.*ns_per_iter=\([0-9.]*\).*/\1/p' | tail -n 1; }

@@ -40,17 +40,13 @@
 # serve's CPU time per cold scrape, median, under 50 ms.
 set -euo pipefail
 
-prog=${0##*/}
-die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
-
-[ $# -eq 1 ] || { echo "usage: $prog BUILD_DIR" >&2; exit 2; }
-build=$(cd "$1" && pwd)
-sp=$build/userspace/sptrace
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_start BUILD_DIR 1 1 "$@"
+sp=$sptrace
 host=$build/tests/hosts/fleet_host
-for f in "$sp" "$host"; do
-	[ -x "$f" ] || die "$f: not built (meson compile -C $1)"
-done
-[ "$(id -u)" -eq 0 ] || die "must run as root"
+bench_need "$host"
+bench_root
 command -v curl >/dev/null || die "needs curl"
 
 NAMES=${NAMES:-10000}
