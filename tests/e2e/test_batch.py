@@ -8,6 +8,7 @@ still in the parent's ring, and a thread blocked with a partial ring: in the
 first --interval report, and when -d stops the trace."""
 import json
 import os
+import subprocess
 
 from sptest import (SPTRACE, check, close, eq, finish, require_bpf, rows,
                     run, trace_json)
@@ -142,8 +143,17 @@ def test_thread_churn():
     grew = t["vm_kb_after"] - t["vm_kb_before"]
     check(grew <= 8192, "threads: VmSize grew %d kB over 10,000 threads (<= 8 MiB; "
           "a ring left behind per thread is 12 kB)" % grew)
-    check(t["maps_after"] - t["maps_before"] <= 64,
-          "threads: mappings %d -> %d" % (t["maps_before"], t["maps_after"]))
+    # The mapping count, too, but not under ASan: its allocator alone
+    # added 65 mappings over the churn, as many as leaked rings do (80).
+    dyn = subprocess.run(["readelf", "-d", HOST], capture_output=True,
+                         text=True).stdout
+    if "libasan" in dyn:
+        print("# threads: mappings %d -> %d, not checked: the host is "
+              "built with ASan" % (t["maps_before"], t["maps_after"]))
+    else:
+        check(t["maps_after"] - t["maps_before"] <= 64,
+              "threads: mappings %d -> %d" % (t["maps_before"],
+                                              t["maps_after"]))
 
 
 def test_many_libs():
