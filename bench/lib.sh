@@ -8,6 +8,7 @@
 #                                  sets build (absolute) and sptrace
 #   bench_need FILE...             each one built and executable
 #   bench_root                     running as root (uprobes need it)
+#   bench_bpf_stats_on             BPF run-time statistics on, until $! dies
 # die exits with $BENCH_DIE, 1 unless the script keeps 1 for "a target
 # was missed" and sets 2.
 
@@ -36,6 +37,20 @@ bench_start() {
 	build=$(cd "$1" && pwd)
 	sptrace=$build/userspace/sptrace
 	bench_need "$sptrace"
+}
+
+# BPF run-time statistics on (run_time_ns, run_cnt) until the background
+# process it starts ($!) is killed: a held BPF_ENABLE_STATS descriptor, as
+# the kernel.bpf_stats_enabled sysctl is one switch that any other user of
+# the machine may turn off meanwhile.
+bench_bpf_stats_on() {
+	python3 -c '
+import ctypes, signal, struct
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(struct.pack("I", 0) + bytes(124))
+if libc.syscall(321, 32, attr, 128) < 0:     # bpf(BPF_ENABLE_STATS, RUN_TIME)
+    raise SystemExit("BPF_ENABLE_STATS failed: errno %d" % ctypes.get_errno())
+signal.pause()' &
 }
 
 bench_root() {

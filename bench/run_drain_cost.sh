@@ -28,15 +28,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Statistics on through a held BPF_ENABLE_STATS descriptor (the sysctl is
-# one switch that anyone else on the machine may turn off meanwhile).
-python3 -c '
-import ctypes, signal, struct
-libc = ctypes.CDLL(None, use_errno=True)
-attr = ctypes.create_string_buffer(struct.pack("I", 0) + bytes(124))
-if libc.syscall(321, 32, attr, 128) < 0:     # bpf(BPF_ENABLE_STATS, RUN_TIME)
-    raise SystemExit("BPF_ENABLE_STATS failed: errno %d" % ctypes.get_errno())
-signal.pause()' &
+bench_bpf_stats_on
 stats=$!
 first=$(bpftool prog show -j | python3 -c 'import json, sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
 "$bc" pair 100000000000 1 >/dev/null &

@@ -134,16 +134,7 @@ stop() {
 	done
 }
 
-# BPF run-time statistics on while this script runs, through a held
-# BPF_ENABLE_STATS descriptor: the kernel.bpf_stats_enabled sysctl is one
-# switch that any other user of the machine may turn off meanwhile.
-python3 -c '
-import ctypes, signal, struct
-libc = ctypes.CDLL(None, use_errno=True)
-attr = ctypes.create_string_buffer(struct.pack("I", 0) + bytes(124))
-if libc.syscall(321, 32, attr, 128) < 0:     # bpf(BPF_ENABLE_STATS, RUN_TIME)
-    raise SystemExit("BPF_ENABLE_STATS failed: errno %d" % ctypes.get_errno())
-signal.pause()' &
+bench_bpf_stats_on
 stats_pid=$!
 
 P="usdt:$postgres:postgresql"
