@@ -543,6 +543,26 @@ static bool spec_file_seen(struct query_provider *qp, pid_t pid,
 	return false;
 }
 
+/* The next site of probe `p` of spec `q` in f, from site *i on: false
+ * after the last; else its arguments parsed into args[USDT_ARGS_MAX] and
+ * their number (or usdt_args__parse()'s error) in *nargs. */
+static bool next_spec_site(const struct query_spec *q, int p,
+			   const struct usdt_file *f, size_t *i,
+			   struct usdt_arg *args, int *nargs)
+{
+	for (; *i < f->nsites; ++*i) {
+		const struct usdt_site *s = &f->sites[*i];
+
+		if (strcmp(s->provider, q->provider[p]) ||
+		    strcmp(s->name, q->probe[p]))
+			continue;
+		++*i;
+		*nargs = usdt_args__parse(s->args, args, USDT_ARGS_MAX);
+		return true;
+	}
+	return false;
+}
+
 /* Sites of probe `p` of spec `q` in the file; each must have the
  * arguments the line reads there. Their number or -EINVAL (reported). */
 static int spec_sites(const struct query_spec *q, int p,
@@ -552,7 +572,7 @@ static int spec_sites(const struct query_spec *q, int p,
 	const char *what = NULL;
 	int n = 0, nargs, need = -1;
 	char wbuf[640];
-	size_t i;
+	size_t i = 0;
 
 	/* What this probe reads: BEGIN (or the cache probe) the name and
 	 * if=; an END hit=, as does a cache probe. */
@@ -568,13 +588,7 @@ static int spec_sites(const struct query_spec *q, int p,
 		need = q->hit.arg;
 		what = "hit=";
 	}
-	for (i = 0; i < f->nsites; i++) {
-		const struct usdt_site *s = &f->sites[i];
-
-		if (strcmp(s->provider, q->provider[p]) ||
-		    strcmp(s->name, q->probe[p]))
-			continue;
-		nargs = usdt_args__parse(s->args, args, USDT_ARGS_MAX);
+	while (next_spec_site(q, p, f, &i, args, &nargs)) {
 		if (need >= 0 && nargs >= 0 && need >= nargs) {
 			sp_err("%s: %s: probe %s:%s has %d argument%s: %sarg%d names none (arg0..arg%d)",
 			       query_spec__where(q, wbuf, sizeof(wbuf)), path,
@@ -600,17 +614,11 @@ static unsigned int spec_name_reg(const struct query_spec *q, int p, int arg,
 	struct usdt_arg args[USDT_ARGS_MAX];
 	unsigned int reg = SP_REG_NONE;
 	int nargs, r;
-	size_t i;
+	size_t i = 0;
 
 	if (arg < 0)
 		return SP_REG_NONE;
-	for (i = 0; i < f->nsites; i++) {
-		const struct usdt_site *s = &f->sites[i];
-
-		if (strcmp(s->provider, q->provider[p]) ||
-		    strcmp(s->name, q->probe[p]))
-			continue;
-		nargs = usdt_args__parse(s->args, args, USDT_ARGS_MAX);
+	while (next_spec_site(q, p, f, &i, args, &nargs)) {
 		if (nargs <= arg || args[arg].kind != USDT_ARG_REG ||
 		    args[arg].size != 8)
 			return SP_REG_NONE;
