@@ -23,6 +23,7 @@
 #include <bpf/usdt.bpf.h>
 #include <sptrace/query_abi.h>
 #include <sptrace/batch_abi.h>
+#include <sptrace/tsc_map.h>
 #include <sptrace/hist.h>
 #include <sptrace/qstack.h>
 #include <sptrace/spec_norm.h>
@@ -182,12 +183,10 @@ volatile bool armed;
  * records, timed in the host, count only in between. */
 volatile __u64 armed_ns;
 volatile __u64 disarmed_ns;
-/* Batched records stamped with the TSC: the loader's calibration against
- * CLOCK_MONOTONIC (a TSC reading, the clock at that reading, ns per tick
- * << SP_TSC_SHIFT). */
-volatile __u64 tsc_base;
-volatile __u64 tsc_ns_base;
-volatile __u64 tsc_mult;
+/* Batched records stamped with the TSC: the map to CLOCK_MONOTONIC that
+ * sptrace publishes and keeps recalibrating (include/sptrace/tsc_map.h,
+ * userspace/live/tsc_clock.c). count 0: no calibration. */
+struct sp_tsc_clock tsc_clock;
 
 /* Set before load by `sptrace record`: every event also goes to `events`,
  * with the very timestamp aggregation uses. */
@@ -1371,14 +1370,6 @@ static __always_inline void stage_event(__u64 id, __u64 now, __u64 name,
  * One record of thread `id`, with its own timestamp. A global function: the
  * verifier checks it once, not once per path of the drain loops around it.
  */
-static __always_inline __u64 ticks_ns(__u64 t)
-{
-	__u64 m = tsc_mult;
-
-	return (t >> SP_TSC_SHIFT) * m +
-	       (((t & ((1ull << SP_TSC_SHIFT) - 1)) * m) >> SP_TSC_SHIFT);
-}
-
 __noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
 			   __u64 arg)
 {
@@ -1386,12 +1377,15 @@ __noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
 	__u32 kind, ev;
 
 	if (bkind & SP_BK_TSC) {
-		if (!tsc_mult)
+		__u64 t = now;
+
+		now = sp_tsc_ns(&tsc_clock, t);
+		if (!now)
 			return 0;	/* no calibration: not ours */
-		now = now >= tsc_base ? tsc_ns_base + ticks_ns(now - tsc_base)
-				      : tsc_ns_base - ticks_ns(tsc_base - now);
+		/* A flush's time through the same map: its end tick's ns
+		 * minus its start's, as the intervals it moves see them. */
 		if (bkind == (SP_BK_PAUSE | SP_BK_TSC))
-			arg = ticks_ns(arg);
+			arg = sp_tsc_ns(&tsc_clock, t + arg) - now;
 		bkind &= ~SP_BK_TSC;
 	}
 

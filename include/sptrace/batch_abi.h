@@ -33,7 +33,8 @@ enum sp_batch_kind {
 	SP_BK_INCR_LOAD_END = 6,
 	SP_BK_CACHE_HIT = 7,
 	SP_BK_PAUSE = 8,	/* the flush before took `arg` ns: not the user's */
-	SP_BK_TSC = 0x100,	/* flag: ts, and a PAUSE's arg, in TSC ticks */
+	SP_BK_TSC = 0x100,	/* flag: ts, and a PAUSE's arg, in TSC ticks
+				 * (converted by sptrace/tsc_map.h) */
 };
 
 struct sp_batch_rec {
@@ -84,9 +85,5 @@ struct sp_batch_feed {
 	__u64 addr[SP_BATCH_MAX_RINGS];	/* refused if a slot changed ring */
 	struct sp_batch_rec rec[SP_BATCH_FEED];
 };
-
-/* TSC ticks to ns: ns = ((ticks >> S) * mult) + (((ticks & M) * mult) >> S),
- * mult = ns per tick << S, so no product overflows 64 bits. */
-#define SP_TSC_SHIFT 24
 
 #endif /* SPTRACE_BATCH_ABI_H */

@@ -24,6 +24,7 @@
 #include <sptrace/query_abi.h>
 #include "batch_drain.h"
 #include "log.h"
+#include <sptrace/tsc_map.h>	/* the .bss of query.skel.h */
 #include "query.skel.h"
 
 static void sp_dbg_fed(size_t fed)

@@ -24,6 +24,7 @@
 #include "addr_space.h"
 #include "log.h"
 #include <sptrace/query_abi.h>
+#include <sptrace/tsc_map.h>	/* the .bss of query.skel.h */
 #include "query.skel.h"
 #include "query_maps.h"
 

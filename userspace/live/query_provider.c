@@ -23,11 +23,13 @@
 #include "log.h"
 #include "proc_maps.h"
 #include "privileges.h"
+#include <sptrace/tsc_map.h>	/* the .bss of query.skel.h */
 #include "query.skel.h"
 #include "query_maps.h"
 #include "query_provider.h"
 #include "spec_norm_text.h"
 #include "summary.h"
+#include "tsc_clock.h"
 #include "usdt_args.h"
 
 /* A file a --query spec's probes were looked for in, per process. */
@@ -206,46 +208,13 @@ static size_t bind_batch_probes(struct query_provider *qp)
 	return i;
 }
 
-#if defined(__x86_64__)
-static uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-#endif
-
-/* A (TSC, CLOCK_MONOTONIC) pair: the clock read between two TSC readings,
- * the TSC taken as their midpoint; of 7 tries the one with the narrowest
- * bracket, so a preemption during one read does not skew the scale. */
-static void tsc_pair(uint64_t *tsc, uint64_t *ns)
-{
-#if defined(__x86_64__)
-	uint64_t a, b, best = UINT64_MAX;
-	struct timespec ts;
-	int i;
-
-	for (i = 0; i < 7; i++) {
-		a = rdtsc();
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		b = rdtsc();
-		if (b - a >= best)
-			continue;
-		best = b - a;
-		*tsc = a + (b - a) / 2;
-		*ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
-#else
-	*tsc = *ns = 0;
-#endif
-}
-
 /*
  * Batched records stamped with the TSC (cheaper than clock_gettime by
  * ~2x per pair) where the kernel itself keeps time with the TSC, i.e.
  * trusts it to be invariant and synchronised across CPUs. Calibrated over
- * 20 ms against CLOCK_MONOTONIC; SPTRACE_NO_TSC=1 keeps clock_gettime.
+ * 20 ms against CLOCK_MONOTONIC here, then again about once a second while
+ * the session runs (qp_tick), as NTP slews the clock (tsc_clock.h);
+ * SPTRACE_NO_TSC=1 keeps clock_gettime.
  */
 static bool tsc_calibrate(struct query_provider *qp)
 {
@@ -265,17 +234,16 @@ static bool tsc_calibrate(struct query_provider *qp)
 	fclose(f);
 	if (strcmp(src, "tsc\n"))
 		return false;
-	tsc_pair(&t0, &n0);
-	nanosleep(&pause, NULL);
-	tsc_pair(&t1, &n1);
-	if (t1 <= t0 || n1 <= n0)
+	if (tsc_clock__sample(&t0, &n0))
 		return false;
-	qp->skel->bss->tsc_base = t1;
-	qp->skel->bss->tsc_ns_base = n1;
-	qp->skel->bss->tsc_mult = (uint64_t)(((unsigned __int128)(n1 - n0)
-					      << SP_TSC_SHIFT) / (t1 - t0));
-	sp_info("batched events: TSC timestamps, %.4f ns per tick",
-		(double)(n1 - n0) / (double)(t1 - t0));
+	nanosleep(&pause, NULL);
+	if (tsc_clock__sample(&t1, &n1) ||
+	    tsc_clock__start(&qp->tclock, &qp->skel->bss->tsc_clock, t0, n0,
+			     t1, n1))
+		return false;
+	sp_info("batched events: TSC timestamps, %.4f ns per tick, recalibrated every %.0f s",
+		(double)(n1 - n0) / (double)(t1 - t0),
+		TSC_CLOCK_PERIOD_NS / 1e9);
 	return true;
 }
 
@@ -1002,6 +970,15 @@ static void qp_arm(void *ctx, bool on)
 	qp->skel->bss->armed = on;
 }
 
+/* From the session's loop: the TSC map follows CLOCK_MONOTONIC. */
+static void qp_tick(void *ctx)
+{
+	struct query_provider *qp = ctx;
+
+	if (qp->tsc)
+		tsc_clock__tick(&qp->tclock, monotonic_ns());
+}
+
 /* The links are gone: count what the hosts' rings still hold, once. */
 static void drain_rings(struct query_provider *qp)
 {
@@ -1033,6 +1010,13 @@ static void qp_detach(void *ctx)
 	drain_rings(qp);
 	attacher__destroy(&qp->fatt);
 	destroy_spec_links(qp);
+	if (qp->tsc && qp->tclock.updates && !qp->tsc_told) {
+		qp->tsc_told = true;
+		sp_info("TSC map: %lu recalibrations (%lu samples rejected), map - CLOCK_MONOTONIC %+lld ns at the last, at most %lld ns after the first",
+			qp->tclock.updates, qp->tclock.rejected,
+			(long long)qp->tclock.offset_ns,
+			(long long)qp->tclock.max_offset_ns);
+	}
 }
 
 static void qp_destroy(void *ctx)
@@ -1074,7 +1058,8 @@ void query_provider__init(struct query_provider *qp,
 	*p = (struct session_provider){
 		.name = "query", .ctx = qp, .load = qp_load,
 		.attach = qp_attach, .arm = qp_arm, .detach = qp_detach,
-		.destroy = qp_destroy, .follow = qp_follow,
+		.destroy = qp_destroy, .follow = qp_follow, .tick = qp_tick,
+		.tick_ms = TSC_CLOCK_PERIOD_NS / 1000000,
 	};
 }
 

@@ -9,6 +9,7 @@
 #include <linux/types.h>
 #include "attach.h"
 #include "session.h"
+#include "tsc_clock.h"
 
 struct query_bpf;
 struct bpf_link;
@@ -22,6 +23,8 @@ struct query_provider {
 	bool batch;			/* batched events loaded and wanted */
 	bool drained;			/* stop drain of the rings done */
 	bool tsc;			/* batched records stamped with the TSC */
+	bool tsc_told;			/* -v: the map's figures said */
+	struct tsc_clock tclock;	/* the TSC -> ns map it writes */
 	size_t batched_files, event_files;	/* kept past detaching */
 	bool multi;			/* uprobe_multi links */
 	struct attacher fatt;		/* --func probes */

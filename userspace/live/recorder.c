@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "log.h"
 #include "proc_title.h"
+#include <sptrace/tsc_map.h>	/* the .bss of query.skel.h */
 #include "query.skel.h"
 #include "query_maps.h"
 #include "recorder.h"

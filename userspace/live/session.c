@@ -1001,11 +1001,20 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 			if (timeout < 0 || left * 1000 < timeout)
 				timeout = (int)(left * 1000) + 1;
 		}
+		for (i = 0; i < ss->nproviders; i++) {
+			const struct session_provider *p = &ss->providers[i];
+
+			if (p->tick && (timeout < 0 || (int)p->tick_ms < timeout))
+				timeout = (int)p->tick_ms;
+		}
 		if (poll(pfd, (nfds_t)n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		for (i = 0; i < ss->nproviders; i++)
+			if (ss->providers[i].tick)
+				ss->providers[i].tick(ss->providers[i].ctx);
 		if (pfd[0].revents & POLLIN)
 			read_signals(ss, &stop);
 		if (o->follow)

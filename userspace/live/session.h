@@ -77,6 +77,10 @@ struct session_provider {
 	 * the map `followed_fd` (follow_abi.h), and attach for every process.
 	 * NULL: the provider cannot follow. */
 	int (*follow)(void *ctx, int followed_fd);
+	/* Called from the session's loop at least every tick_ms while it
+	 * runs (often more: the provider checks its own clock). NULL: none. */
+	void (*tick)(void *ctx);
+	unsigned int tick_ms;
 };
 
 #define SESSION_MAX_PROVIDERS 4

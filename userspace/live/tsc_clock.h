@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The writer of the TSC -> CLOCK_MONOTONIC map of batched records
+ * (include/sptrace/tsc_map.h): a calibration at load, then, about once a
+ * second while the session runs, a new segment pair that follows the
+ * clock's NTP-slewed rate and steers the accumulated offset back to zero,
+ * as a PLL does. Pure arithmetic apart from tsc_clock__sample(), so the
+ * unit tests drive it with a simulated clock.
+ */
+#ifndef SPTRACE_TSC_CLOCK_H
+#define SPTRACE_TSC_CLOCK_H
+
+#include <stdint.h>
+#include <sptrace/tsc_map.h>
+
+/* How often the session recalibrates, and the time over which each
+ * recalibration plans to remove the offset it measured. */
+#define TSC_CLOCK_PERIOD_NS 1000000000ull
+/* A new segment starts this far after its sample: records are converted
+ * by the old segment up to there, whether drained before or after the
+ * publish, unless publishing takes longer than this. */
+#define TSC_CLOCK_MARGIN_NS 10000000ull
+/* Bound of the offset correction: a segment's slope is the measured rate
+ * +-500 ppm at most (what NTP itself may add), so it stays positive and
+ * an interval is never off by more than that while an offset is removed. */
+#define TSC_CLOCK_MAX_CORR_PPM 500
+/* A rate further than 1/8 from the first calibration's is not the clock's
+ * (a suspend, a stalled sample; adjtimex's tick reaches 10%): ignored. */
+#define TSC_CLOCK_SANE_SHIFT 3
+
+struct tsc_clock {
+	volatile struct sp_tsc_clock *map;	/* BPF .bss, or a test's */
+	uint64_t t_prev, ns_prev;	/* the last sample */
+	uint64_t rate;		/* measured ns per tick << SP_TSC_SHIFT */
+	uint64_t rate0;		/* the load-time calibration's */
+	uint64_t next_ns;	/* when tsc_clock__tick() samples again */
+	int64_t offset_ns;	/* map - clock at the last sample */
+	int64_t max_offset_ns;	/* largest |offset| after the first update */
+	unsigned long updates, rejected;
+};
+
+/* Reads the TSC and CLOCK_MONOTONIC together: the clock between two TSC
+ * readings, the narrowest bracket of a few tries. 0, -EAGAIN (every try
+ * preempted), -EOPNOTSUPP (not x86-64). */
+int tsc_clock__sample(uint64_t *tsc, uint64_t *ns);
+/* Starts the map from two samples (t0, n0), (t1, n1): one segment through
+ * (t1, n1) at their rate. 0 or -EINVAL. */
+int tsc_clock__start(struct tsc_clock *tc, volatile struct sp_tsc_clock *map,
+		     uint64_t t0, uint64_t n0, uint64_t t1, uint64_t n1);
+/* A new sample: publishes the next segment pair. 0, or -EINVAL for a
+ * sample not after the last one (nothing published). */
+int tsc_clock__update(struct tsc_clock *tc, uint64_t t, uint64_t ns);
+/* From the session's loop: samples and updates when a period has passed
+ * since the last time (`now` is CLOCK_MONOTONIC). */
+void tsc_clock__tick(struct tsc_clock *tc, uint64_t now);
+
+#endif /* SPTRACE_TSC_CLOCK_H */
