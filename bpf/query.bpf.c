@@ -490,9 +490,15 @@ static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
 
 static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 {
-	if (counting())
-		drain_before_event(bpf_get_current_pid_tgid());
-	return end(sp_probe_arg(ctx, 0), kind, ev, 0);
+	/* The time before the drain, which takes microseconds: not the
+	 * query's (on_begin's drain comes before its time for the same
+	 * reason). The drained records all came before this END. */
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+
+	if (!counting())
+		return 0;
+	drain_before_event(id);
+	return end_at(id, now, sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
 SEC("uprobe")
