@@ -86,47 +86,55 @@ static __always_inline __u64 sp_tsc_seg_ns(__u64 base, __u64 ns_base,
 	return d < ns_base ? ns_base - d : 0;
 }
 
+/* The newest segment of [lo, hi] whose base is at or before t, else lo:
+ * a bisection (the bases grow with the segment number: tsc_clock.c never
+ * publishes a base below the last one). */
+static __always_inline __u64 sp_tsc_find(const volatile struct sp_tsc_clock *c,
+					 __u64 lo, __u64 hi, __u64 t)
+{
+	__u64 mid;
+	int i;
+
+	for (i = 0; i < 13 && lo < hi; i++) {
+		mid = hi - (hi - lo) / 2;
+		if (c->seg[mid & (SP_TSC_SEGS - 1)].base <= t)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 /*
  * Tick t in ns through the published segments of c (0 if none). The two
  * newest are looked at first, as a record is drained within about 10 ms of
- * its stamp; older ticks are found by bisection (the bases grow with the
- * segment number: tsc_clock.c never publishes a base below the last one).
+ * its stamp (the newest starts a second after the one before it, when a
+ * recalibration's correction ends); older ticks are found by bisection.
  */
 static __always_inline __u64 sp_tsc_ns(const volatile struct sp_tsc_clock *c,
 				       __u64 t)
 {
-	__u64 n, n2, lo, hi, mid, k = 0, ns = 0;
 	const volatile struct sp_tsc_seg *s;
-	int try, i;
+	__u64 n, k, base, ns = 0;
+	int try;
 
 	for (try = 0; try < 2; try++) {
 		n = c->count;
 		if (!n)
 			return 0;
-		lo = n > SP_TSC_KEPT ? n - SP_TSC_KEPT : 0;
-		hi = n - 1;
-		if (c->seg[hi & (SP_TSC_SEGS - 1)].base <= t) {
-			k = hi;
-		} else if (hi > lo &&
-			   c->seg[(hi - 1) & (SP_TSC_SEGS - 1)].base <= t) {
-			k = hi - 1;
-		} else {
-			/* The newest with base <= t in [lo, hi - 2], else lo
-			 * (extended backwards). */
-			hi = hi > lo + 1 ? hi - 2 : lo;
-			for (i = 0; i < 13 && lo < hi; i++) {
-				mid = hi - (hi - lo) / 2;
-				if (c->seg[mid & (SP_TSC_SEGS - 1)].base <= t)
-					lo = mid;
-				else
-					hi = mid - 1;
+		s = &c->seg[(n - 1) & (SP_TSC_SEGS - 1)];
+		if (s->base > t && n > 1) {
+			s = &c->seg[(n - 2) & (SP_TSC_SEGS - 1)];
+			if (s->base > t) {
+				k = sp_tsc_find(c, n > SP_TSC_KEPT ?
+						   n - SP_TSC_KEPT : 0,
+						n - 2, t);
+				s = &c->seg[k & (SP_TSC_SEGS - 1)];
 			}
-			k = lo;
 		}
-		s = &c->seg[k & (SP_TSC_SEGS - 1)];
-		ns = sp_tsc_seg_ns(s->base, s->ns_base, s->mult, t);
-		n2 = c->count;
-		if (n2 == n)
+		base = s->base;
+		ns = sp_tsc_seg_ns(base, s->ns_base, s->mult, t);
+		if (c->count == n)
 			break;
 	}
 	return ns;
