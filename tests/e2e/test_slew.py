@@ -9,7 +9,8 @@ off). Queries whose BEGIN is a batched record (TSC) and END a per-event
 probe (bpf_ktime_get_ns()) on the same thread, and the reverse, must match
 it within 20 us per interval of what they did at the nominal rate (a map
 calibrated once is off there by the offset it drifted since load:
-milliseconds).
+milliseconds). It traces with `sptrace record --summary`: the recording's
+replay must equal the live figures.
 
 It changes the clock rate of the whole machine for about 15 s: meson runs
 it alone (is_parallel: false). The original frequency is restored in every
@@ -216,15 +217,17 @@ def main():
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, on_signal)
 
-    out = tmpfile(".json")
+    out, spt = tmpfile(".json"), tmpfile(".spt")
     host = Host()
     sp = None
     truth, rates = {}, {}
     try:
         env = {k: v for k, v in os.environ.items()
                if k not in ("SPTRACE_PER_EVENT", "SPTRACE_NO_TSC")}
-        sp = subprocess.Popen([SPTRACE, "-v", "-p", str(host.p.pid), "-f",
-                               "json", "-o", out], env=env,
+        # record: BPF converts before the event is written, so the replay
+        # of the file must give the live figures to the nanosecond
+        sp = subprocess.Popen([SPTRACE, "record", "-v", "-p", str(host.p.pid),
+                               "-o", spt, "--summary", out], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
         seen = wait_tracing(sp)
@@ -269,6 +272,18 @@ def main():
         for k, v in summary["errors"].items():
             check(v == 0, "errors.%s == 0 (%d)" % (k, v))
         compare(summary, truth, rates)
+        p = subprocess.run([SPTRACE, "summarize", "-f", "json", spt],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, "summarize: exit 0 (%s)" % p.stderr.strip())
+        if p.returncode == 0:
+            replay = {q["name"]: q for q in json.loads(p.stdout)["queries"]}
+            diff = ["%s.%s: live %r, replayed %r" % (q["name"], k, q[k],
+                                                     replay.get(q["name"], {}).get(k))
+                    for q in summary["queries"]
+                    for k in ("count", "total_ns", "self_ns", "min_ns", "max_ns")
+                    if q[k] != replay.get(q["name"], {}).get(k)]
+            check(not diff, "the recording replays to the live figures (%s)"
+                  % "; ".join(diff[:3]))
     finally:
         set_freq(orig)
         now = adjtimex().freq
@@ -285,8 +300,9 @@ def main():
         if sp is not None:
             sp.kill()
             sp.wait()
-        if os.path.exists(out):
-            os.unlink(out)
+        for f in (out, spt):
+            if os.path.exists(f):
+                os.unlink(f)
 
 
 main()
