@@ -81,7 +81,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SP_ERR__MAX);
+	__uint(max_entries, SP_CNT__END);
 	__type(key, __u32);
 	__type(value, __u64);
 } errors SEC(".maps");
@@ -173,12 +173,24 @@ struct {
 	__type(value, struct sp_name);
 } zero_name SEC(".maps");
 
+/* And for a new row: off the stack of query_row_new(), which a --query
+ * cache line calls below its name buffer (see sp_spec_cache). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_query_stats);
+} zero_row SEC(".maps");
+
 /*
  * Set by the loader once every site of a batch is attached. Attaching is
  * one site at a time; without this gate an END attached before its BEGIN
  * (or the reverse) would see half of the pairs while the loader works.
  */
 volatile bool armed;
+/* Set by the loader before it attaches the first file batched: only then
+ * has a per-event program any ring to drain first (see drain_first()). */
+volatile bool batching;
 /* CLOCK_MONOTONIC when the loader armed and disarmed (0: not yet): batched
  * records, timed in the host, count only in between. */
 volatile __u64 armed_ns;
@@ -314,10 +326,14 @@ static __always_inline void capture_name(const struct sp_query_key *key)
 static __noinline struct sp_query_stats *query_row_new(__u32 tgid, __u64 name)
 {
 	struct sp_query_key key = { .name = name, .tgid = tgid };
-	struct sp_query_stats zero = {};
+	struct sp_query_stats *zero;
+	__u32 slot = 0;
 	long err;
 
-	err = bpf_map_update_elem(&queries, &key, &zero, BPF_NOEXIST);
+	zero = bpf_map_lookup_elem(&zero_row, &slot);
+	if (!zero)
+		return NULL;	/* cannot happen: slot 0 of an array */
+	err = bpf_map_update_elem(&queries, &key, zero, BPF_NOEXIST);
 	if (!err)
 		capture_name(&key);
 	else if (err != -EEXIST) {
@@ -394,23 +410,29 @@ static __always_inline int begin_at(__u64 id, __u64 now, __u64 name,
 
 /* Defined with the batched events below: a per-event probe first drains
  * the thread's rings, whose records all came before it. Global, so the
- * verifier checks it once per program, not once per caller's path. */
-int drain_before_event(__u64 id);
+ * verifier checks it once per program, not once per caller's path.
+ * `site` is 1 for the per-event sites of the batched probe names, which
+ * also count the events that fell back to them (see sp_tsc). */
+int drain_before_event(__u64 id, __u32 site);
 
-static __always_inline int begin(__u64 name, __u32 kind, __u32 ev, __u64 sp)
+/* Every per-event program drains the thread's rings first (one hash
+ * lookup for a thread without any), once some file is attached batched:
+ * a --func frame, a mark or a spec event must come after the batched
+ * events that happened before it, on the stack and in a recording. */
+static __always_inline void drain_first(__u64 id, __u32 site)
 {
-	if (!counting())
-		return 0;
-	return begin_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), name,
-			kind, ev, sp);
+	if (batching)
+		drain_before_event(id, site);
 }
 
 static __always_inline int on_begin(struct pt_regs *ctx, __u32 kind,
 				    __u32 ev)
 {
-	if (counting())
-		drain_before_event(bpf_get_current_pid_tgid());
-	return begin(sp_probe_arg(ctx, 0), kind, ev, 0);
+	if (!counting())
+		return 0;
+	drain_first(bpf_get_current_pid_tgid(), 1);
+	return begin_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
+			sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
 /* The figures of an interval END closed, into its row. */
@@ -480,14 +502,6 @@ static __always_inline int end_at(__u64 id, __u64 now, __u64 name,
 	return 0;
 }
 
-static __always_inline int end(__u64 name, __u32 kind, __u32 ev, __u64 sp)
-{
-	if (!counting())
-		return 0;
-	return end_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(), name,
-		      kind, ev, sp);
-}
-
 static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 {
 	/* The time before the drain, which takes microseconds: not the
@@ -497,7 +511,7 @@ static __always_inline int on_end(struct pt_regs *ctx, __u32 kind, __u32 ev)
 
 	if (!counting())
 		return 0;
-	drain_before_event(id);
+	drain_first(id, 1);
 	return end_at(id, now, sp_probe_arg(ctx, 0), kind, ev, 0);
 }
 
@@ -552,11 +566,11 @@ static __always_inline void cache_hit_at(__u64 id, __u64 now, __u64 name,
 SEC("uprobe")
 int sp_cache_hit(struct pt_regs *ctx)
 {
-	if (counting())
-		drain_before_event(bpf_get_current_pid_tgid());
-	if (counting())
-		cache_hit_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-			     sp_probe_arg(ctx, 0), SP_EV_CACHE_HIT);
+	if (!counting())
+		return 0;
+	drain_first(bpf_get_current_pid_tgid(), 1);
+	cache_hit_at(bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
+		     sp_probe_arg(ctx, 0), SP_EV_CACHE_HIT);
 	return 0;
 }
 
@@ -569,9 +583,11 @@ int sp_thread_name(struct pt_regs *ctx)
 
 	if (!traced())
 		return 0;
-	if (armed)
+	if (armed) {
+		drain_first(id, 0);
 		emit(SP_EV_THREAD_NAME, id, bpf_ktime_get_ns(),
 		     sp_probe_arg(ctx, 0), 0, 0);
+	}
 	tn = bpf_map_lookup_elem(&thread_names, &tid);
 	if (!tn) {
 		struct sp_thread_name init = { .tgid = id >> 32 };
@@ -601,16 +617,26 @@ int sp_thread_name(struct pt_regs *ctx)
 SEC("uprobe")
 int sp_func_entry(struct pt_regs *ctx)
 {
-	return begin(bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
-		     SP_EV_QUERY_BEGIN, SP_CTX_REG(ctx, rsp));
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!counting())
+		return 0;
+	drain_first(id, 0);
+	return begin_at(id, bpf_ktime_get_ns(), bpf_get_attach_cookie(ctx),
+			SP_FRAME_QUERY, SP_EV_QUERY_BEGIN, SP_CTX_REG(ctx, rsp));
 }
 
 SEC("uretprobe")
 int sp_func_return(struct pt_regs *ctx)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!counting())
+		return 0;
+	drain_first(id, 0);
 	/* Frames entered below sp - 8 are gone; sp - 8 is this one. */
-	return end(bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
-		   SP_EV_QUERY_END, SP_CTX_REG(ctx, rsp) - 16);
+	return end_at(id, bpf_ktime_get_ns(), bpf_get_attach_cookie(ctx),
+		      SP_FRAME_QUERY, SP_EV_QUERY_END, SP_CTX_REG(ctx, rsp) - 16);
 }
 
 /* ---- --query specs -------------------------------------------------- */
@@ -1014,6 +1040,8 @@ static __always_inline bool spec_event_start(struct pt_regs *ctx,
 	e->id = bpf_get_current_pid_tgid();
 	if (!traced_tgid(e->id >> 32))
 		return false;
+	/* Own stacks, but one recording: after the batched events before. */
+	drain_first(e->id, 0);
 	e->u = spec_usdt(ctx);
 	if (!e->u)
 		return false;
@@ -1024,41 +1052,51 @@ static __always_inline bool spec_event_start(struct pt_regs *ctx,
 	return true;
 }
 
-SEC("usdt")
-int sp_spec_begin(struct pt_regs *ctx)
+static __noinline int spec_begin_apply(struct pt_regs *ctx,
+					    const struct spec_ev *e)
 {
 	const volatile struct sp_spec_line *l;
 	struct sp_thread_stack *st;
 	struct sp_spec_name buf;
-	struct spec_ev e;
 	__u32 kind, d;
 	__u64 now, name;
 
-	if (!spec_event_start(ctx, &e))
-		return 0;
-	l = e.l;
+	l = e->l;
 	kind = l->kind;
-	if (!spec_cond(ctx, e.u, l, SP_SPEC_COOKIE_IF_OP(e.cookie), false))
+	if (!spec_cond(ctx, e->u, l, SP_SPEC_COOKIE_IF_OP(e->cookie), false))
 		return 0;
 	/* The row is made at END, without the string: admit it now. */
-	name = spec_admit(e.line, l, e.cookie,
-			  spec_name(ctx, e.u, e.line, e.cookie, &buf), &buf);
+	name = spec_admit(e->line, l, e->cookie,
+			  spec_name(ctx, e->u, e->line, e->cookie, &buf), &buf);
 	now = bpf_ktime_get_ns();
 	/* arg1: the track + 1, arg2: the line + 1, so a replay closes the
 	 * same frame of the same stack as this program does. */
-	emit(spec_event(kind, true), e.id, now, name, l->track + 1, e.line + 1);
-	st = spec_stack((__u32)e.id, l->track, true);
+	emit(spec_event(kind, true), e->id, now, name, l->track + 1, e->line + 1);
+	st = spec_stack((__u32)e->id, l->track, true);
 	if (!st)
 		return 0;
 	if (sp_stack_push(st, name, kind, now)) {
-		spec_error(e.line, SP_SPEC_ERR_STACK_OVERFLOW);
+		spec_error(e->line, SP_SPEC_ERR_STACK_OVERFLOW);
 		count_error(SP_ERR_STACK_OVERFLOW, 1);
 		return 0;
 	}
 	d = st->depth;
 	if (d > 0 && d <= SP_MAX_DEPTH)
-		st->frames[(d - 1) & (SP_MAX_DEPTH - 1)].tag = e.line + 1;
+		st->frames[(d - 1) & (SP_MAX_DEPTH - 1)].tag = e->line + 1;
 	return 0;
+}
+
+/* The event's own frame is small, and its name buffer in the subprogram:
+ * the drain of spec_event_start() would not fit next to it in the 512
+ * bytes of BPF stack. */
+SEC("usdt")
+int sp_spec_begin(struct pt_regs *ctx)
+{
+	struct spec_ev e;
+
+	if (!spec_event_start(ctx, &e))
+		return 0;
+	return spec_begin_apply(ctx, &e);
 }
 
 /* Any END of a line closes the line's innermost open interval; it reads
@@ -1121,42 +1159,50 @@ int sp_spec_end(struct pt_regs *ctx)
 
 /* A one-probe line: counts per row; with hit=, count is the number of
  * events (reads) and cache_hits those where the condition held. */
-SEC("usdt")
-int sp_spec_cache(struct pt_regs *ctx)
+static __noinline int spec_cache_apply(struct pt_regs *ctx,
+					    const struct spec_ev *e)
 {
 	const volatile struct sp_spec_line *l;
 	struct sp_query_key key = {};
 	struct sp_query_stats *row = NULL;
 	struct sp_spec_name buf;
-	struct spec_ev e;
 	bool hit;
 
-	if (!spec_event_start(ctx, &e))
+	l = e->l;
+	if (!spec_cond(ctx, e->u, l, SP_SPEC_COOKIE_IF_OP(e->cookie), false))
 		return 0;
-	l = e.l;
-	if (!spec_cond(ctx, e.u, l, SP_SPEC_COOKIE_IF_OP(e.cookie), false))
-		return 0;
-	key.tgid = e.id >> 32;
-	key.name = spec_name(ctx, e.u, e.line, e.cookie, &buf);
+	key.tgid = e->id >> 32;
+	key.name = spec_name(ctx, e->u, e->line, e->cookie, &buf);
 	/* A row of this process has the value: admitted long ago. Once the
 	 * line is full, most values are not, and admission says so with one
 	 * lookup less (rows are per process: a miss here proves nothing). */
-	if (!spec_line_full(e.line))
+	if (!spec_line_full(e->line))
 		row = bpf_map_lookup_elem(&queries, &key);
 	if (!row) {
-		key.name = spec_admit(e.line, l, e.cookie, key.name, &buf);
+		key.name = spec_admit(e->line, l, e->cookie, key.name, &buf);
 		row = query_row(key.tgid, key.name);
 		if (!row)
 			return 0;
 	}
-	hit = spec_cond(ctx, e.u, l, SP_SPEC_COOKIE_HIT_OP(e.cookie), true);
+	hit = spec_cond(ctx, e->u, l, SP_SPEC_COOKIE_HIT_OP(e->cookie), true);
 	if (hit && record)	/* no clock read when not recording */
-		emit(SP_EV_CACHE_HIT, e.id, bpf_ktime_get_ns(), key.name, 0, 0);
-	if (SP_SPEC_COOKIE_HIT_OP(e.cookie) != SP_OP_NONE)
+		emit(SP_EV_CACHE_HIT, e->id, bpf_ktime_get_ns(), key.name, 0, 0);
+	if (SP_SPEC_COOKIE_HIT_OP(e->cookie) != SP_OP_NONE)
 		row->count++;
 	if (hit)
 		row->cache_hits++;
 	return 0;
+}
+
+/* As sp_spec_begin: the drain and the name buffer in separate frames. */
+SEC("usdt")
+int sp_spec_cache(struct pt_regs *ctx)
+{
+	struct spec_ev e;
+
+	if (!spec_event_start(ctx, &e))
+		return 0;
+	return spec_cache_apply(ctx, &e);
 }
 
 /* An exiting thread's spec stacks: open frames counted, stacks freed. */
@@ -1185,27 +1231,39 @@ static __always_inline void spec_thread_exit(__u32 tid)
 SEC("uprobe")
 int sp_mark(struct pt_regs *ctx)
 {
-	if (counting())
-		emit(SP_EV_MARK, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-		     sp_probe_arg(ctx, 0), sp_probe_arg(ctx, 1), 0);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!counting())
+		return 0;
+	drain_first(id, 0);
+	emit(SP_EV_MARK, id, bpf_ktime_get_ns(), sp_probe_arg(ctx, 0),
+	     sp_probe_arg(ctx, 1), 0);
 	return 0;
 }
 
 SEC("uprobe")
 int sp_alloc(struct pt_regs *ctx)
 {
-	if (counting())
-		emit(SP_EV_ALLOC, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-		     sp_probe_arg(ctx, 0), sp_probe_arg(ctx, 1), sp_probe_arg(ctx, 2));
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!counting())
+		return 0;
+	drain_first(id, 0);
+	emit(SP_EV_ALLOC, id, bpf_ktime_get_ns(), sp_probe_arg(ctx, 0),
+	     sp_probe_arg(ctx, 1), sp_probe_arg(ctx, 2));
 	return 0;
 }
 
 SEC("uprobe")
 int sp_free(struct pt_regs *ctx)
 {
-	if (counting())
-		emit(SP_EV_FREE, bpf_get_current_pid_tgid(), bpf_ktime_get_ns(),
-		     sp_probe_arg(ctx, 0), 0, sp_probe_arg(ctx, 1));
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!counting())
+		return 0;
+	drain_first(id, 0);
+	emit(SP_EV_FREE, id, bpf_ktime_get_ns(), sp_probe_arg(ctx, 0), 0,
+	     sp_probe_arg(ctx, 1));
 	return 0;
 }
 
@@ -1587,15 +1645,44 @@ static __always_inline void batch_drain(struct sp_batch_reg *reg, __u64 id)
 		count_error(SP_ERR_BATCH_LOST, s->lost);
 }
 
-__noinline int drain_before_event(__u64 id)
+__noinline int drain_before_event(__u64 id, __u32 site)
 {
 	__u32 tid = (__u32)id;
 	struct sp_batch_reg *reg;
 
 	reg = bpf_map_lookup_elem(&batch_rings, &tid);
-	if (reg && reg->tgid == id >> 32)
-		batch_drain(reg, id);
+	if (!reg || reg->tgid != id >> 32)
+		return 0;
+	/* A query event right after the header's slow path found no ring:
+	 * the probe fell back to its per-event site (see sp_tsc). */
+	if (site && reg->slow) {
+		reg->slow--;
+		count_error(SP_CNT_BATCH_FALLBACK, 1);
+	}
+	batch_drain(reg, id);
 	return 0;
+}
+
+/* The registration of thread tid (tgid), made if it has none. */
+static __always_inline struct sp_batch_reg *batch_reg_get(__u32 tid,
+							  __u32 tgid)
+{
+	struct sp_batch_reg *reg, *init;
+	__u32 zero = 0;
+
+	reg = bpf_map_lookup_elem(&batch_rings, &tid);
+	if (reg && reg->tgid == tgid)
+		return reg;
+	/* Too big for the BPF stack: a zeroed per-CPU template. */
+	init = bpf_map_lookup_elem(&reg_tmpl, &zero);
+	if (!init)
+		return NULL;
+	init->tgid = tgid;
+	if (bpf_map_update_elem(&batch_rings, &tid, init, BPF_ANY)) {
+		count_error(SP_ERR_THREADS_FULL, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&batch_rings, &tid);
 }
 
 /* The registration of thread tid (tgid), with ring `addr` in it. */
@@ -1603,24 +1690,12 @@ static __always_inline struct sp_batch_reg *batch_register(__u32 tid,
 							   __u32 tgid,
 							   __u64 addr)
 {
-	struct sp_batch_reg *reg, *init;
-	__u32 k, n, zero = 0;
+	struct sp_batch_reg *reg;
+	__u32 k, n;
 
-	reg = bpf_map_lookup_elem(&batch_rings, &tid);
-	if (!reg || reg->tgid != tgid) {
-		/* Too big for the BPF stack: a zeroed per-CPU template. */
-		init = bpf_map_lookup_elem(&reg_tmpl, &zero);
-		if (!init)
-			return NULL;
-		init->tgid = tgid;
-		if (bpf_map_update_elem(&batch_rings, &tid, init, BPF_ANY)) {
-			count_error(SP_ERR_THREADS_FULL, 1);
-			return NULL;
-		}
-		reg = bpf_map_lookup_elem(&batch_rings, &tid);
-		if (!reg)
-			return NULL;
-	}
+	reg = batch_reg_get(tid, tgid);
+	if (!reg)
+		return NULL;
 	for (k = 0; k < SP_BATCH_MAX_RINGS; k++)
 		if (k < reg->n && reg->addr[k] == addr)
 			return reg;
@@ -1644,12 +1719,32 @@ static __always_inline struct sp_batch_reg *batch_register(__u32 tid,
 	return reg;
 }
 
-/* sp:tsc: attached only for its semaphore (TSC timestamps); never useful
- * if hit. */
+/*
+ * sp:tsc sits at the top of the header's slow path, sp__batch_get(), which
+ * a probe enters when its thread has no usable ring: the thread's first
+ * record, a child's first after fork, and every probe of a thread whose
+ * ring is gone (unmapped at its exit, in a later key destructor or a
+ * signal handler) or could not be mapped. It returns either a ring, and
+ * the append then flushes (the first record of a restarted ring), or
+ * nothing, and the probe fires its per-event site. So on one thread a
+ * hit here is followed by a flush, or by a query event that fell back:
+ * `slow` counts the hits no flush followed yet, and the next per-event
+ * query event of the thread that finds it non-zero is a fallback. The
+ * header is unchanged: the site exists for its semaphore (TSC
+ * timestamps), and without TSC sptrace attaches it with no semaphore.
+ */
 SEC("uprobe")
 int sp_tsc(struct pt_regs *ctx)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sp_batch_reg *reg;
+
 	(void)ctx;
+	if (!counting())
+		return 0;
+	reg = batch_reg_get((__u32)id, id >> 32);
+	if (reg)
+		reg->slow++;
 	return 0;
 }
 
@@ -1670,6 +1765,8 @@ int sp_flush(struct pt_regs *ctx)
 	if (!traced())
 		return 0;
 	reg = batch_register((__u32)id, id >> 32, addr);
+	if (reg)
+		reg->slow = 0;	/* the slow path found a ring (see sp_tsc) */
 	if (reg && armed)
 		batch_drain(reg, id);
 	if (!reg || bpf_probe_read_user(&h, sizeof(h), (const void *)addr) ||

@@ -64,7 +64,9 @@ struct sp_batch_reg {
 	__u32 tgid;
 	__u32 n;			/* rings in use */
 	__u32 busy;			/* a drain holds it (cmpxchg) */
-	__u32 pad;
+	__u32 slow;			/* sp:tsc hits no flush followed yet:
+					 * probes that may fall back to their
+					 * per-event site (query.bpf.c, sp_tsc) */
 	__u64 addr[SP_BATCH_MAX_RINGS];	/* ring addresses in the host; 0: a
 					 * free slot (its ring was unmapped) */
 	__u64 consumed[SP_BATCH_MAX_RINGS];	/* records drained, per ring */

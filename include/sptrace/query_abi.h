@@ -54,6 +54,17 @@ enum sp_error {
 	SP_ERR__MAX,
 };
 
+/*
+ * Counts that are not errors (the events were counted), kept in the same
+ * per-CPU array after the errors and reported apart from them.
+ */
+enum sp_count {
+	/* An event of a batched file that fired its per-event site: its
+	 * thread's ring was gone (thread exit) or could not be mapped. */
+	SP_CNT_BATCH_FALLBACK = SP_ERR__MAX,
+	SP_CNT__END,
+};
+
 /* Rows are per process and per name pointer: pointers only mean something
  * inside one address space. Userspace merges rows by name string. */
 struct sp_query_key {

@@ -10,8 +10,8 @@ import json
 import os
 import subprocess
 
-from sptest import (SPTRACE, check, close, eq, finish, require_bpf, rows,
-                    run, trace_json)
+from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
+                    retry_timing, rows, run, trace_json)
 
 HOST = os.environ["BATCH_HOST"]
 MANY = [l for l in os.environ.get("BATCH_MANY", "").split(":") if l]
@@ -129,7 +129,9 @@ def test_thread_churn():
     unmapped when it exits, so the host's own VmSize and mapping count
     stay flat (measured by the host, after a first wave of threads), and
     every pair counts, including those a later key destructor runs once
-    the ring is gone (per-event sites then)."""
+    the ring is gone (per-event sites then), and batch_fallback counts
+    exactly those events, not the per-event sites of a translation unit
+    built without batching."""
     p, s = traced(["threads", "10000"])
     if s is None:
         return
@@ -137,6 +139,13 @@ def test_thread_churn():
     eq(r.get("t", {}).get("count"), t["t"], "threads: every thread's pairs")
     eq(r.get("late", {}).get("count"), t["late"],
        "threads: the pairs after the ring was unmapped")
+    eq(r.get("plain", {}).get("count"), t["plain"],
+       "threads: the pairs of per-event sites (SP_PROBES_NO_BATCH)")
+    # Each late pair fired its two per-event sites: that many events fell
+    # back, and nothing else did (not the plain pairs, per-event by build).
+    eq(s.get("batch_fallback"), 2 * t["late"],
+       "threads: batch_fallback counts the late pairs' events, not the "
+       "plain ones")
     # A ring left behind per thread would be 10,000 x 12 kB = 117 MiB; the
     # bound leaves room for the allocator's own growth (an ASan build's
     # host grew 1.7 MiB, an ordinary one 0).
@@ -156,6 +165,44 @@ def test_thread_churn():
                                               t["maps_after"]))
 
 
+def test_func_nesting():
+    """--func frames are per-event uprobes, so their entry and return
+    drain the thread's rings first: a plain function called inside a
+    batched query nests in it, and a batched query inside a plain
+    function nests in that. Times against the host's own clock readings
+    (around the probes, around the call, the body's first and last
+    line), in both modes."""
+    for mode in ("batched", "per-event"):
+        p, s = traced(["func", "200"], mode, extra=["--func", "bh_fn_*"])
+        if s is None:
+            continue
+        t, r = truth(p), rows(s)
+        for q in ("pre", "around", "inside", "bh_fn_in", "bh_fn_out"):
+            eq(r.get(q, {}).get("count"), 200, "%s func: %s count" % (mode, q))
+        if any(q not in r for q in ("around", "inside", "bh_fn_in", "bh_fn_out")):
+            continue
+        fin, fout, around = r["bh_fn_in"], r["bh_fn_out"], r["around"]
+        check(t["in_body_ns"] <= fin["total_ns"] <= t["in_call_ns"],
+              "%s func: bh_fn_in total %d ns within the host's body %d and "
+              "call %d ns" % (mode, fin["total_ns"], t["in_body_ns"],
+                              t["in_call_ns"]))
+        close(around["total_ns"], t["around_ns"], mode + " func: around total")
+        # around's self is its time less the call's: between the host's
+        # time less the call and its time less the body (3% either way)
+        tol = 0.03 * t["around_ns"]
+        lo, hi = t["around_ns"] - t["in_call_ns"], t["around_ns"] - t["in_body_ns"]
+        check(lo - tol <= around["self_ns"] <= hi + tol,
+              "%s func: bh_fn_in nested in around: self %d ns, the host's "
+              "%d..%d ns" % (mode, around["self_ns"], lo, hi))
+        close(r["inside"]["total_ns"], t["inside_ns"], mode + " func: inside total")
+        tol = 0.03 * t["out_call_ns"]
+        lo = t["out_body_ns"] - t["inside_ns"]
+        hi = t["out_call_ns"] - t["inside_ns"]
+        check(lo - tol <= fout["self_ns"] <= hi + tol,
+              "%s func: inside nested in bh_fn_out: self %d ns, the host's "
+              "%d..%d ns" % (mode, fout["self_ns"], lo, hi))
+
+
 def test_many_libs():
     """A thread with probes in 12 dlopen'ed libraries has 12 rings, one
     per object: every one is drained, none lost (8 were kept once; 16
@@ -171,6 +218,7 @@ def test_many_libs():
 
 
 require_bpf()
+retry_timing(test_func_nesting)
 test_thread_churn()
 test_many_libs()
 test_interval()

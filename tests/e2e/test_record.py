@@ -325,7 +325,55 @@ def test_diff_and_exports():
         os.unlink(f)
 
 
+def test_record_order():
+    """Marks, allocations and frees are per-event probes: each drains its
+    thread's batched records first, so within a thread the file's events
+    are in time order, and each round's mark, alloc and free lie inside
+    that round's (batched) "rq" query in the file, as the host ran them
+    (two threads, N rounds each, 2 us apart)."""
+    p, spt = record(["--", BATCH, "marks", "300"], "--events",
+                    "query,cache,blocked,incr,mark,alloc")
+    eq(p.returncode, 0, "record marks: exit 0 (%s)" % p.stderr.strip()[-300:])
+    t = host_truth(p.stdout)
+    out = tmpfile(".csv")
+    p = run([SPTRACE, "export", "--csv", spt, "-o", out])
+    eq(p.returncode, 0, "record marks: export --csv")
+    with open(out) as f:
+        evs = list(__import__("csv").DictReader(f))
+    for f in (out, spt):
+        os.unlink(f)
+    by_tid = {}
+    for e in evs:
+        by_tid.setdefault(e["tid"], []).append(e)
+    want = []
+    for i in range(t["rounds"]):
+        want += [("query_begin", "rq", 0), ("mark", "m", i), ("alloc", "obj", 64),
+                 ("free", "obj", 0), ("query_end", "rq", 0)]
+    threads = 0
+    for tid, es in sorted(by_tid.items()):
+        seq = [(e["kind"], e["name"], int(e["arg1"])) for e in es
+               if e["kind"] in ("query_begin", "query_end", "mark", "alloc", "free")]
+        if not seq:
+            continue
+        threads += 1
+        back = [k for k in range(1, len(es))
+                if int(es[k]["ts_ns"]) < int(es[k - 1]["ts_ns"])]
+        check(not back, "record marks: thread %s: events in time order in the "
+              "file (%d out of order%s)" % (
+                  tid, len(back), ", first: %s after %s" % (
+                      es[back[0]], es[back[0] - 1]) if back else ""))
+        bad = next((k for k in range(min(len(seq), len(want)))
+                    if seq[k] != want[k]), None)
+        check(seq == want, "record marks: thread %s: mark, alloc and free "
+              "inside each round's rq, in the host's order (%d events, "
+              "first difference at %s: %r, the host ran %r)" % (
+                  tid, len(seq), bad, seq[bad] if bad is not None else None,
+                  want[bad] if bad is not None else None))
+    eq(threads, t["threads"], "record marks: both threads in the file")
+
+
 require_bpf()
+test_record_order()
 test_record_equals_live()
 test_diff_and_exports()
 retry_timing(test_ground_truth)

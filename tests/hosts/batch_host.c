@@ -19,10 +19,13 @@
  *   batch_host block MS     one "early" pair, then sleeps MS ms (a thread
  *                           that blocks with a partial ring)
  *   batch_host threads N    N short-lived threads, 16 at a time, each 5 "t"
- *                           pairs; a pthread key of the host's, created
- *                           after the probes' own, whose destructor runs a
- *                           "late" pair once the thread's ring is gone;
- *                           prints {"t": 5N, "late": N} and the process's
+ *                           pairs and a "plain" pair of batch_plain.c
+ *                           (per-event sites, not fallbacks); a pthread key
+ *                           of the host's, created after the probes' own,
+ *                           whose destructor runs a "late" pair once the
+ *                           thread's ring is gone (fallbacks);
+ *                           prints {"t": 5N, "late": N, "plain": N} and the
+ *                           process's
  *                           VmSize and /proc/self/maps line count, before
  *                           (after a first wave) and after
  *   batch_host libs N LIB.. dlopens every LIB (batch_many.c) and runs N
@@ -30,6 +33,21 @@
  *                           first and ends in the last, around a "lib" pair
  *                           in each; on the main thread and 2 more.
  *                           Prints {"outer": .., "lib": ..}
+ *   batch_host func N       N rounds of a "pre" pair, then an "around" query
+ *                           around a call of the plain function bh_fn_in
+ *                           (300 us), then a call of bh_fn_out, a plain
+ *                           function around an "inside" query (200 us):
+ *                           --func 'bh_fn_*' frames inside batched queries
+ *                           and the reverse. Prints the host's clock sums:
+ *                           around_ns (between its probes), in_call_ns
+ *                           (around the call), in_body_ns (the body's first
+ *                           and last line), out_call_ns, out_body_ns,
+ *                           inside_ns (between its probes)
+ *   batch_host marks N      on the main thread and one more, N rounds of an
+ *                           "rq" query around SP_MARK("m", round),
+ *                           SP_ALLOC("obj", 64, p), SP_FREE("obj", p),
+ *                           2 us apart: per-event events inside batched
+ *                           queries. Prints {"rounds": N, "threads": 2}
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -49,6 +67,7 @@
 
 void bl_begin(const char *q);
 void bl_end(const char *q);
+void bp_pair(const char *q);
 
 static int first(void)
 {
@@ -210,6 +229,7 @@ static void *churn(void *arg)
 	(void)arg;
 	pthread_setspecific(late_key, (void *)1);
 	pairs("t", 5);
+	bp_pair("plain");
 	return NULL;
 }
 
@@ -270,9 +290,9 @@ static int threads(int n)
 		done += w;
 	}
 	footprint(&vm1, &maps1);
-	printf("{\"t\": %d, \"late\": %d, \"vm_kb_before\": %ld, \"vm_kb_after\": %ld, "
-	       "\"maps_before\": %ld, \"maps_after\": %ld}\n",
-	       5 * n, n, vm0, vm1, maps0, maps1);
+	printf("{\"t\": %d, \"late\": %d, \"plain\": %d, \"vm_kb_before\": %ld, "
+	       "\"vm_kb_after\": %ld, \"maps_before\": %ld, \"maps_after\": %ld}\n",
+	       5 * n, n, n, vm0, vm1, maps0, maps1);
 	return 0;
 }
 
@@ -334,6 +354,100 @@ static int libs(int n, int nlibs, char **paths)
 	return 0;
 }
 
+/* ---- func N: --func frames and batched queries, nested both ways ---- */
+static uint64_t in_body, out_body, inside;
+
+__attribute__((noinline)) void bh_fn_in(void)
+{
+	uint64_t t0 = gt_now();
+
+	gt_spin(300000);
+	in_body += gt_now() - t0;
+}
+
+__attribute__((noinline)) void bh_fn_out(void)
+{
+	uint64_t t0 = gt_now(), a, b;
+
+	gt_spin(50000);
+	SP_QUERY_BEGIN("inside");
+	a = gt_now();
+	gt_spin(200000);
+	b = gt_now();
+	SP_QUERY_END("inside");
+	inside += b - a;
+	gt_spin(50000);
+	out_body += gt_now() - t0;
+}
+
+static int funcs(int n)
+{
+	uint64_t around = 0, in_call = 0, out_call = 0, t0, t1, c0, c1;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		/* Records before "around" in the batch: its BEGIN is never
+		 * the first record of one, which flushes at once. */
+		SP_QUERY_BEGIN("pre");
+		SP_QUERY_END("pre");
+		SP_QUERY_BEGIN("around");
+		t0 = gt_now();
+		gt_spin(50000);
+		c0 = gt_now();
+		bh_fn_in();
+		c1 = gt_now();
+		gt_spin(50000);
+		t1 = gt_now();
+		SP_QUERY_END("around");
+		around += t1 - t0;
+		in_call += c1 - c0;
+		c0 = gt_now();
+		bh_fn_out();
+		c1 = gt_now();
+		out_call += c1 - c0;
+	}
+	printf("{\"around_ns\": %llu, \"in_call_ns\": %llu, \"in_body_ns\": %llu, "
+	       "\"out_call_ns\": %llu, \"out_body_ns\": %llu, \"inside_ns\": %llu}\n",
+	       (unsigned long long)around, (unsigned long long)in_call,
+	       (unsigned long long)in_body, (unsigned long long)out_call,
+	       (unsigned long long)out_body, (unsigned long long)inside);
+	return 0;
+}
+
+/* ---- marks N: per-event events inside batched queries ---- */
+static void *mark_rounds(void *arg)
+{
+	int n = *(int *)arg, i;
+	char obj[64];
+
+	for (i = 0; i < n; i++) {
+		SP_QUERY_BEGIN("rq");
+		gt_spin(2000);
+		SP_MARK("m", i);
+		gt_spin(2000);
+		SP_ALLOC("obj", sizeof(obj), obj);
+		gt_spin(2000);
+		SP_FREE("obj", obj);
+		gt_spin(2000);
+		SP_QUERY_END("rq");
+		gt_spin(2000);
+	}
+	return NULL;
+}
+
+static int marks(int n)
+{
+	pthread_t t;
+
+	SP_THREAD_NAME("marks-main");
+	if (pthread_create(&t, NULL, mark_rounds, &n))
+		return 1;
+	mark_rounds(&n);
+	pthread_join(t, NULL);
+	printf("{\"rounds\": %d, \"threads\": 2}\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 2 ? atoi(argv[2]) : 0;
@@ -352,6 +466,10 @@ int main(int argc, char **argv)
 		return threads(n);
 	if (argc >= 4 && n > 0 && !strcmp(argv[1], "libs"))
 		return libs(n, argc - 3, argv + 3);
-	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS | threads N | libs N LIB...\n");
+	if (argc == 3 && n > 0 && !strcmp(argv[1], "func"))
+		return funcs(n);
+	if (argc == 3 && n > 0 && !strcmp(argv[1], "marks"))
+		return marks(n);
+	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS | threads N | libs N LIB... | func N | marks N\n");
 	return 2;
 }

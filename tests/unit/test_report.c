@@ -457,11 +457,20 @@ static void test_json(void)
 	s.lost = 6;
 	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
-	CHECK(strncmp(out, "{\"version\":\"1.1\",\"duration_ns\":2010000000,"
+	CHECK(strncmp(out, "{\"version\":\"1.2\",\"duration_ns\":2010000000,"
 		      "\"total_self_ns\":4000000,", 65) == 0);
 	CHECK(strstr(out, want_q0) != NULL);
 	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);
 	CHECK_STR(py, want_py);
+	CHECK(strstr(out, "batch_fallback") == NULL);	/* live only */
+	free(out);
+	/* A live summary says how its events came, and how many of a
+	 * batched file's fell back to per-event sites (1.2). */
+	s.events_mode = "batched";
+	s.batch_fallback = 7;
+	CHECK(json_out__write(cap_open(&c), &s) == 0);
+	out = cap_close(&c);
+	CHECK(strstr(out, "\"events\":\"batched\",\"batch_fallback\":7") != NULL);
 	free(out);
 	summary__free(&s);
 }

@@ -155,14 +155,14 @@ static const char *attach_strerror(int err)
 		strerror(-err);
 }
 
-static struct bpf_program *binding_for(const struct probe_binding *b,
-				       size_t nb, const char *name)
+static const struct probe_binding *binding_for(const struct probe_binding *b,
+					       size_t nb, const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < nb; i++)
 		if (!strcmp(b[i].name, name))
-			return b[i].prog;
+			return &b[i];
 	return NULL;
 }
 
@@ -220,9 +220,23 @@ static void rollback(struct attacher *a, size_t first)
 		link_destroy(&a->links[--a->nlinks]);
 }
 
+static bool watch_only(const struct attacher *a, const struct probe_binding *b)
+{
+	return a->watch_only && !strcmp(b->name, a->watch_only);
+}
+
+/* A watch-only binding the kernel refused: said, and the file goes on. */
+static int watch_refused(const char *path, const char *provider,
+			 const char *probe, int err)
+{
+	sp_info("%s: %s:%s not watched (%s); the file's events do not need it",
+		path, provider, probe, attach_strerror(err));
+	return 0;
+}
+
 static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 		       const char *path, const struct usdt_site *s,
-		       struct bpf_program *prog)
+		       const struct probe_binding *b)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts);
 	struct bpf_link *link;
@@ -232,13 +246,15 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 	if (!site_cookie(a, path, s, &cookie))
 		return 0;
 	opts.bpf_cookie = cookie;
-	opts.ref_ctr_offset = s->sema_offset;
-	link = bpf_program__attach_uprobe_opts(prog, pid, open_path,
+	opts.ref_ctr_offset = watch_only(a, b) ? 0 : s->sema_offset;
+	link = bpf_program__attach_uprobe_opts(b->prog, pid, open_path,
 					       s->pc_offset, &opts);
 	if (!link) {
 		err = -errno;
 		if (err == -ESRCH)
 			return err;	/* the process exited: callers say so */
+		if (watch_only(a, b))
+			return watch_refused(path, s->provider, s->name, err);
 		sp_err("%s: cannot attach probe %s:%s at 0x%" PRIx64 ": %s",
 		       path, s->provider, s->name, s->pc_vaddr,
 		       attach_strerror(err));
@@ -281,8 +297,9 @@ static int multi_link(struct bpf_program *prog, pid_t pid,
  * number of sites attached or -errno. */
 static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 			const char *path, const struct usdt_file *f,
-			const char *probe, struct bpf_program *prog)
+			const struct probe_binding *b)
 {
+	const char *probe = b->name;
 	uint64_t *offs, *refs, *cookies;
 	size_t i, n = 0;
 	int fd, err = 0;
@@ -302,17 +319,22 @@ static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 		    !site_cookie(a, path, s, &cookie))
 			continue;
 		offs[n] = s->pc_offset;
-		refs[n] = s->sema_offset;
+		refs[n] = watch_only(a, b) ? 0 : s->sema_offset;
 		cookies[n] = cookie;
 		n++;
 	}
 	if (!n)
 		goto out;
-	fd = multi_link(prog, pid, open_path, offs, refs, cookies, n, false);
+	fd = multi_link(b->prog, pid, open_path, offs, refs, cookies, n, false);
 	if (fd < 0) {
 		err = fd;
 		if (err == -ESRCH)
 			goto out;	/* the process exited: callers say so */
+		if (watch_only(a, b)) {
+			n = 0;
+			err = watch_refused(path, a->provider, probe, err);
+			goto out;
+		}
 		sp_err("%s: cannot attach %zu sites of probe %s:%s: %s", path, n,
 		       a->provider, probe, attach_strerror(err));
 		if (err == -SP_ENOTSUPP)
@@ -365,22 +387,21 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	b = batched ? a->batch_bindings : a->bindings;
 	nb = batched ? a->nbatch : a->nbindings;
 	for (i = 0; a->multi && i < nb; i++) {
-		err = attach_multi(a, pid, open_path, path, f, b[i].name,
-				   b[i].prog);
+		err = attach_multi(a, pid, open_path, path, f, &b[i]);
 		if (err < 0)
 			goto rollback;
 		n += err;
 	}
 	for (i = 0; !a->multi && i < f->nsites; i++) {
 		const struct usdt_site *s = &f->sites[i];
-		struct bpf_program *prog;
+		const struct probe_binding *bs;
 
 		if (strcmp(s->provider, a->provider))
 			continue;
-		prog = binding_for(b, nb, s->name);
-		if (!prog)
+		bs = binding_for(b, nb, s->name);
+		if (!bs)
 			continue;
-		err = attach_site(a, pid, open_path, path, s, prog);
+		err = attach_site(a, pid, open_path, path, s, bs);
 		if (err < 0)
 			goto rollback;
 		n += err;

@@ -48,6 +48,10 @@ struct attacher {
 	 * batched files need, e.g. the exec drain); optional. */
 	void (*before_batched)(void *ctx);
 	void *before_batched_ctx;
+	/* A probe whose sites are watched without raising their semaphore;
+	 * if the kernel refuses (another tracer's uprobe on a site, with the
+	 * semaphore), the file goes on without them. Optional. */
+	const char *watch_only;
 	bool multi;		/* programs loaded for uprobe_multi links */
 	/* --follow: links serve every process (the programs filter), one
 	 * per file whichever pid asks; set after attacher__init(). */

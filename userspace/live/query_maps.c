@@ -477,11 +477,15 @@ static int read_errors(int fd, struct summary *s, int ncpus)
 	vals = calloc(ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (slot = 0; slot < SP_ERR__MAX; slot++) {
+	for (slot = 0; slot < SP_CNT__END; slot++) {
 		if (bpf_map_lookup_elem(fd, &slot, vals))
 			continue;
-		for (i = 0; i < ncpus; i++)
-			s->errors[slot] += vals[i];
+		for (i = 0; i < ncpus; i++) {
+			if (slot < SP_ERR__MAX)
+				s->errors[slot] += vals[i];
+			else if (slot == SP_CNT_BATCH_FALLBACK)
+				s->batch_fallback += vals[i];
+		}
 	}
 	free(vals);
 	return 0;

@@ -203,8 +203,12 @@ static size_t bind_batch_probes(struct query_provider *qp)
 	for (k = 0; k < qp->att.nbindings; k++)
 		b[i++] = qp->bindings[k];
 	b[i++] = (struct probe_binding){ "flush", s->progs.sp_flush };
-	if (qp->tsc)
-		b[i++] = (struct probe_binding){ "tsc", s->progs.sp_tsc };
+	/* sp:tsc raises TSC timestamps through its semaphore; it also marks
+	 * the header's slow path, which tells events that fell back to a
+	 * per-event site (bpf/query.bpf.c, sp_tsc): without the TSC it is
+	 * watched with the semaphore left alone. */
+	b[i++] = (struct probe_binding){ "tsc", s->progs.sp_tsc };
+	qp->att.watch_only = qp->tsc ? NULL : "tsc";
 	return i;
 }
 
@@ -292,6 +296,9 @@ static void watch_exec(void *ctx)
 {
 	struct query_provider *qp = ctx;
 
+	/* And from now on each per-event program drains the thread's rings
+	 * before its own event (query.bpf.c, drain_first()). */
+	qp->skel->bss->batching = true;
 	if (qp->exec_link)
 		return;
 	qp->exec_link = bpf_program__attach(qp->skel->progs.sp_exec_drain);
@@ -1089,6 +1096,10 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 				       tag_name, qp, s);
 	if (err)
 		sp_err("cannot read the BPF maps: %s", strerror(-err));
+	else if (qp->drained)	/* the last read, once tracing stopped */
+		sp_info("batched events: %" PRIu64 " fired per-event sites instead "
+			"(their thread's ring was gone at its exit, or could not be mapped)",
+			s->batch_fallback);
 	report_specs(qp);
 	return err;
 }

@@ -45,6 +45,9 @@ struct summary {
 	/* How the live session got its events: "batched", "per-event" or
 	 * "mixed" (per file; see probes/sp_probe.h); NULL when not live. */
 	const char *events_mode;
+	/* Live: events of batched files that fired their per-event site
+	 * (their thread's ring gone or unmappable); counted like the rest. */
+	uint64_t batch_fallback;
 	bool per_pid;			/* rows are (name, pid), not name */
 	bool finished;
 	struct summary_title *titles;	/* sorted by pid */

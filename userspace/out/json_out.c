@@ -4,7 +4,7 @@
  * a contract (field names and meanings must not change silently). Strings are
  * valid JSON for a strict parser whatever bytes a query name holds.
  *
- * {"version":"1.1","duration_ns":N,"total_self_ns":N,
+ * {"version":"1.2","duration_ns":N,"total_self_ns":N,
  *  "queries":[{"name":"...","count":N,...,"hist":[{"lo_ns":N,"hi_ns":N,
  *              "count":N},...]},...],
  *  "errors":{"unbalanced":N,"map_full":N,"lost":N,"end_without_begin":N,...}}
@@ -90,8 +90,10 @@ int json_out__write_with(FILE *out, const struct summary *s,
 	jsonw__string_field(&w, "version", version);
 	jsonw__u64_field(&w, "duration_ns", s->duration_ns);
 	jsonw__u64_field(&w, "total_self_ns", s->total_self_ns);
-	if (s->events_mode)
+	if (s->events_mode) {
 		jsonw__string_field(&w, "events", s->events_mode);
+		jsonw__u64_field(&w, "batch_fallback", s->batch_fallback);
+	}
 	jsonw__break(&w);
 	jsonw__name(&w, "queries");
 	jsonw__start_array(&w);

@@ -19,7 +19,9 @@
  * changes; a reader refuses another MAJOR and reads any MINOR.
  */
 #define JSON_SUMMARY_VERSION_MAJOR 1
-#define JSON_SUMMARY_VERSION_MINOR 1	/* 1.1: "events", errors.batch_lost, "title" with --per-pid */
+/* 1.1: "events", errors.batch_lost, "title" with --per-pid;
+ * 1.2: "batch_fallback" */
+#define JSON_SUMMARY_VERSION_MINOR 2
 
 /* Limits on what the reader accepts. */
 #define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */
