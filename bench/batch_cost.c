@@ -9,6 +9,10 @@
  *   pair      the same loop around an SP_QUERY_BEGIN/END pair ("bench")
  *   syscall   N bare syscall(SYS_getppid)
  *   sdt       the loop around a <sys/sdt.h> bench:begin / bench:end pair
+ *   func      the loop calling bench_fn(), a plain function for --func
+ *   func_pair the loop around an sp pair around a call of bench_fn()
+ *   alloc     the loop around an SP_ALLOC/SP_FREE pair
+ *   (the last three for bench/run_event_drain_cost.sh)
  *
  * THREADS (default 1) threads run the loop at once, each REPEAT times.
  * Prints: mode=M n=N repeat=R threads=T traced=0|1 pairs=P ns_per_iter=F
@@ -33,6 +37,43 @@
 
 #include "bench_loops.h"
 
+/* A function for --func: the per-event uprobe and uretprobe it gets
+ * drain the thread's rings first in a batched session. */
+__attribute__((noinline)) void bench_fn(void)
+{
+	BARRIER();
+}
+
+__attribute__((noinline)) static void loop_func(unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++)
+		bench_fn();
+}
+
+__attribute__((noinline)) static void loop_func_pair(unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		SP_QUERY_BEGIN("bench");
+		bench_fn();
+		SP_QUERY_END("bench");
+	}
+}
+
+__attribute__((noinline)) static void loop_alloc(unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		SP_ALLOC("bench", 8, &i);
+		BARRIER();
+		SP_FREE("bench", &i);
+	}
+}
+
 static const struct mode {
 	const char *name;
 	void (*loop)(unsigned long n);
@@ -42,6 +83,9 @@ static const struct mode {
 	{ "pair", loop_pair, 1 },
 	{ "syscall", loop_syscall, 0 },
 	{ "sdt", loop_sdt, 0 },
+	{ "func", loop_func, 0 },
+	{ "func_pair", loop_func_pair, 1 },
+	{ "alloc", loop_alloc, 0 },
 };
 
 struct worker {
@@ -82,7 +126,7 @@ int main(int argc, char **argv)
 	if (!m || argc > 5 || parse_count(argv[2], 1ul << 40, &n) ||
 	    (argc >= 4 && parse_count(argv[3], 1000, &repeat)) ||
 	    (argc >= 5 && parse_count(argv[4], 16, &nthreads))) {
-		fprintf(stderr, "usage: batch_cost empty|pair|syscall|sdt N [REPEAT [THREADS]]\n");
+		fprintf(stderr, "usage: batch_cost empty|pair|syscall|sdt|func|func_pair|alloc N [REPEAT [THREADS]]\n");
 		return 2;
 	}
 #ifndef __OPTIMIZE__

@@ -1645,6 +1645,31 @@ static __always_inline void batch_drain(struct sp_batch_reg *reg, __u64 id)
 		count_error(SP_ERR_BATCH_LOST, s->lost);
 }
 
+/* Do the thread's rings hold records no drain took yet? One read of each
+ * ring's seq: a per-event event of a thread whose rings hold nothing new
+ * (a --func return right after its entry drained them) skips the drain's
+ * copies and loops. A ring restarted at the same count is drained by the
+ * flush its first record makes. */
+static __always_inline bool batch_new(const struct sp_batch_reg *reg)
+{
+	__u64 seq, addr;
+	__u32 k;
+
+	for (k = 0; k < SP_BATCH_MAX_RINGS; k++) {
+		if (k >= reg->n)
+			break;
+		addr = reg->addr[k];
+		if (!addr)
+			continue;	/* a free slot */
+		if (bpf_probe_read_user(&seq, sizeof(seq),
+					(const void *)(addr +
+						       __builtin_offsetof(struct sp_batch_hdr, seq))) ||
+		    seq != reg->consumed[k])
+			return true;
+	}
+	return false;
+}
+
 __noinline int drain_before_event(__u64 id, __u32 site)
 {
 	__u32 tid = (__u32)id;
@@ -1659,7 +1684,8 @@ __noinline int drain_before_event(__u64 id, __u32 site)
 		reg->slow--;
 		count_error(SP_CNT_BATCH_FALLBACK, 1);
 	}
-	batch_drain(reg, id);
+	if (batch_new(reg))
+		batch_drain(reg, id);
 	return 0;
 }
 
