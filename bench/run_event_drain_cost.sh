@@ -34,7 +34,7 @@ stop() {
 }
 cleanup() {
 	stop
-	[ -n "$stats" ] && kill "$stats" 2>/dev/null || true
+	if [ -n "$stats" ]; then kill "$stats" 2>/dev/null || true; fi
 	rm -f "$out"
 }
 trap cleanup EXIT
@@ -71,7 +71,7 @@ measure() {
 	local cmd=("$sptrace" -v -p "$host")
 	case $mode in
 	func|func_pair) cmd+=(--func bench_fn) ;;
-	alloc) cmd=("$sptrace" record -v -o "$spt" --events query,cache,blocked,incr,mark,alloc -p "$host") ;;
+	alloc) cmd=("$sptrace" record -v -o "$spt" --events "query,cache,blocked,incr,mark,alloc" -p "$host") ;;
 	esac
 	if [ "$events" = per-event ]; then
 		SPTRACE_PER_EVENT=1 "${cmd[@]}" >"$out" 2>&1 &
@@ -86,9 +86,9 @@ measure() {
 	done
 	grep -q "($events events)" "$out" || die "$mode: not attached with $events events (see $out)"
 	sleep 1
-	a=($(snap "$sp" "$@"))
+	read -ra a <<<"$(snap "$sp" "$@")"
 	sleep 3
-	b=($(snap "$sp" "$@"))
+	read -ra b <<<"$(snap "$sp" "$@")"
 	stop
 	i=0
 	for p in "$@"; do
