@@ -584,7 +584,8 @@ int sp_thread_name(struct pt_regs *ctx)
 	if (!traced())
 		return 0;
 	if (armed) {
-		drain_first(id, 0);
+		if (record)	/* its place among the thread's events */
+			drain_first(id, 0);
 		emit(SP_EV_THREAD_NAME, id, bpf_ktime_get_ns(),
 		     sp_probe_arg(ctx, 0), 0, 0);
 	}
@@ -1040,8 +1041,10 @@ static __always_inline bool spec_event_start(struct pt_regs *ctx,
 	e->id = bpf_get_current_pid_tgid();
 	if (!traced_tgid(e->id >> 32))
 		return false;
-	/* Own stacks, but one recording: after the batched events before. */
-	drain_first(e->id, 0);
+	/* Own stacks, but one recording: after the batched events before
+	 * (`record` is constant: live sessions do not even test it). */
+	if (record)
+		drain_first(e->id, 0);
 	e->u = spec_usdt(ctx);
 	if (!e->u)
 		return false;

@@ -326,13 +326,15 @@ def test_diff_and_exports():
 
 
 def test_record_order():
-    """Marks, allocations and frees are per-event probes: each drains its
-    thread's batched records first, so within a thread the file's events
-    are in time order, and each round's mark, alloc and free lie inside
-    that round's (batched) "rq" query in the file, as the host ran them
-    (two threads, N rounds each, 2 us apart)."""
+    """Marks, allocations, frees and --query spec probes are per-event:
+    each drains its thread's batched records first, so within a thread
+    the file's events are in time order, and each round's spec pair, mark,
+    alloc and free lie inside that round's (batched) "rq" query, after the
+    batched cache hit before each, as the host ran them (two threads, N
+    rounds each, 2 us apart)."""
     p, spt = record(["--", BATCH, "marks", "300"], "--events",
-                    "query,cache,blocked,incr,mark,alloc")
+                    "query,cache,blocked,incr,mark,alloc", "--query",
+                    "bh:sdt__start,bh:sdt__done,name=sdt")
     eq(p.returncode, 0, "record marks: exit 0 (%s)" % p.stderr.strip()[-300:])
     t = host_truth(p.stdout)
     out = tmpfile(".csv")
@@ -347,12 +349,17 @@ def test_record_order():
         by_tid.setdefault(e["tid"], []).append(e)
     want = []
     for i in range(t["rounds"]):
-        want += [("query_begin", "rq", 0), ("mark", "m", i), ("alloc", "obj", 64),
-                 ("free", "obj", 0), ("query_end", "rq", 0)]
+        # a spec line's events carry its track + 1 in arg1
+        hit = ("cache_hit", "rq", 0)
+        want += [("query_begin", "rq", 0), ("query_begin", "sdt", 1),
+                 ("query_end", "sdt", 1), hit, ("mark", "m", i), hit,
+                 ("alloc", "obj", 64), hit, ("free", "obj", 0),
+                 ("query_end", "rq", 0)]
     threads = 0
     for tid, es in sorted(by_tid.items()):
         seq = [(e["kind"], e["name"], int(e["arg1"])) for e in es
-               if e["kind"] in ("query_begin", "query_end", "mark", "alloc", "free")]
+               if e["kind"] in ("query_begin", "query_end", "cache_hit", "mark",
+                                "alloc", "free")]
         if not seq:
             continue
         threads += 1
@@ -364,8 +371,8 @@ def test_record_order():
                       es[back[0]], es[back[0] - 1]) if back else ""))
         bad = next((k for k in range(min(len(seq), len(want)))
                     if seq[k] != want[k]), None)
-        check(seq == want, "record marks: thread %s: mark, alloc and free "
-              "inside each round's rq, in the host's order (%d events, "
+        check(seq == want, "record marks: thread %s: mark, alloc, free and "
+              "spec pair inside each round's rq, in the host's order (%d events, "
               "first difference at %s: %r, the host ran %r)" % (
                   tid, len(seq), bad, seq[bad] if bad is not None else None,
                   want[bad] if bad is not None else None))

@@ -44,10 +44,13 @@
  *                           and last line), out_call_ns, out_body_ns,
  *                           inside_ns (between its probes)
  *   batch_host marks N      on the main thread and one more, N rounds of an
- *                           "rq" query around SP_MARK("m", round),
- *                           SP_ALLOC("obj", 64, p), SP_FREE("obj", p),
- *                           2 us apart: per-event events inside batched
- *                           queries. Prints {"rounds": N, "threads": 2}
+ *                           "rq" query around a <sys/sdt.h> bh:sdt__start /
+ *                           bh:sdt__done pair (for a --query line), then
+ *                           SP_MARK("m", round), SP_ALLOC("obj", 64, p) and
+ *                           SP_FREE("obj", p), each after an
+ *                           SP_CACHE_HIT("rq"), 2 us apart: per-event events
+ *                           right after batched ones.
+ *                           Prints {"rounds": N, "threads": 2}
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -62,6 +65,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/sdt.h>
 #include <sp_probe.h>
 #include "gt_spin.h"
 
@@ -421,11 +425,22 @@ static void *mark_rounds(void *arg)
 	char obj[64];
 
 	for (i = 0; i < n; i++) {
+		/* Each per-event probe right after a batched one. */
 		SP_QUERY_BEGIN("rq");
+		gt_spin(2000);
+		DTRACE_PROBE1(bh, sdt__start, i);
+		gt_spin(2000);
+		DTRACE_PROBE1(bh, sdt__done, i);
+		gt_spin(2000);
+		SP_CACHE_HIT("rq");
 		gt_spin(2000);
 		SP_MARK("m", i);
 		gt_spin(2000);
+		SP_CACHE_HIT("rq");
+		gt_spin(2000);
 		SP_ALLOC("obj", sizeof(obj), obj);
+		gt_spin(2000);
+		SP_CACHE_HIT("rq");
 		gt_spin(2000);
 		SP_FREE("obj", obj);
 		gt_spin(2000);
