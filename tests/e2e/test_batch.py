@@ -8,10 +8,11 @@ still in the parent's ring, and a thread blocked with a partial ring: in the
 first --interval report, and when -d stops the trace."""
 import json
 import os
+import signal
 import subprocess
 
 from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
-                    retry_timing, rows, run, trace_json)
+                    retry_timing, rows, run, tmpfile, trace_json)
 
 HOST = os.environ["BATCH_HOST"]
 MANY = [l for l in os.environ.get("BATCH_MANY", "").split(":") if l]
@@ -203,6 +204,52 @@ def test_func_nesting():
               "%d..%d ns" % (mode, fout["self_ns"], lo, hi))
 
 
+def test_tsc_held():
+    """Without the TSC, sptrace watches sp:tsc with its semaphore left
+    alone; the kernel refuses that while another session holds the site
+    with the semaphore. The second session must still trace, and say that
+    it cannot count fallbacks rather than report 0."""
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        tsc = f.read().strip() == "tsc"
+    host = subprocess.Popen([HOST, "block", "6000"], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        host.stdout.readline()	# "early": its pair is in the ring
+        env = dict(os.environ)
+        for k in ("SPTRACE_PER_EVENT", "SPTRACE_NO_TSC"):
+            env.pop(k, None)
+        first = subprocess.Popen([SPTRACE, "-v", "-p", str(host.pid)],
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        for line in first.stderr:
+            if "tracing" in line:
+                break
+        env["SPTRACE_NO_TSC"] = "1"
+        out = tmpfile(".json")
+        p = run([SPTRACE, "-v", "-f", "json", "-o", out, "-p", str(host.pid),
+                 "-d", "0.5"], env=env, timeout=60)
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    finally:
+        host.kill()
+        host.wait()
+    eq(p.returncode, 0, "tsc held: the second session traces (%s)" %
+       p.stderr.strip()[-300:])
+    s = json.load(open(out)) if os.path.exists(out) else {}
+    if os.path.exists(out):
+        os.unlink(out)
+    eq(s.get("events"), "batched", "tsc held: batched")
+    if tsc:
+        check("sp:tsc not watched" in p.stderr and "not counted" in p.stderr,
+              "tsc held: -v says fallbacks are not counted")
+        check("batch_fallback" not in s,
+              "tsc held: no batch_fallback figure it could not count")
+    else:
+        print("# tsc held: the clock source is not the TSC: no session "
+              "raises sp:tsc's semaphore, nothing to refuse")
+        eq(s.get("batch_fallback"), 0, "tsc held: batch_fallback counted")
+
+
 def test_many_libs():
     """A thread with probes in 12 dlopen'ed libraries has 12 rings, one
     per object: every one is drained, none lost (8 were kept once; 16
@@ -220,6 +267,7 @@ def test_many_libs():
 require_bpf()
 retry_timing(test_func_nesting)
 test_thread_churn()
+test_tsc_held()
 test_many_libs()
 test_interval()
 test_first_interval()

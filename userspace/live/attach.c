@@ -225,12 +225,14 @@ static bool watch_only(const struct attacher *a, const struct probe_binding *b)
 	return a->watch_only && !strcmp(b->name, a->watch_only);
 }
 
-/* A watch-only binding the kernel refused: said, and the file goes on. */
-static int watch_refused(const char *path, const char *provider,
-			 const char *probe, int err)
+/* A watch-only binding the kernel refused: said, counted, and the file
+ * goes on. */
+static int watch_refused(struct attacher *a, const char *path,
+			 const char *provider, const char *probe, int err)
 {
 	sp_info("%s: %s:%s not watched (%s); the file's events do not need it",
 		path, provider, probe, attach_strerror(err));
+	a->watch_refused++;
 	return 0;
 }
 
@@ -254,7 +256,7 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 		if (err == -ESRCH)
 			return err;	/* the process exited: callers say so */
 		if (watch_only(a, b))
-			return watch_refused(path, s->provider, s->name, err);
+			return watch_refused(a, path, s->provider, s->name, err);
 		sp_err("%s: cannot attach probe %s:%s at 0x%" PRIx64 ": %s",
 		       path, s->provider, s->name, s->pc_vaddr,
 		       attach_strerror(err));
@@ -332,7 +334,7 @@ static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 			goto out;	/* the process exited: callers say so */
 		if (watch_only(a, b)) {
 			n = 0;
-			err = watch_refused(path, a->provider, probe, err);
+			err = watch_refused(a, path, a->provider, probe, err);
 			goto out;
 		}
 		sp_err("%s: cannot attach %zu sites of probe %s:%s: %s", path, n,

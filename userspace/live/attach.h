@@ -52,6 +52,7 @@ struct attacher {
 	 * if the kernel refuses (another tracer's uprobe on a site, with the
 	 * semaphore), the file goes on without them. Optional. */
 	const char *watch_only;
+	size_t watch_refused;	/* files where the kernel refused it */
 	bool multi;		/* programs loaded for uprobe_multi links */
 	/* --follow: links serve every process (the programs filter), one
 	 * per file whichever pid asks; set after attacher__init(). */

@@ -1012,6 +1012,7 @@ static void qp_detach(void *ctx)
 	if (qp->att.batched_files || qp->att.event_files) {
 		qp->batched_files = qp->att.batched_files;
 		qp->event_files = qp->att.event_files;
+		qp->tsc_unwatched = qp->att.watch_refused;
 	}
 	attacher__destroy(&qp->att);
 	drain_rings(qp);
@@ -1087,6 +1088,11 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 		(void)batch_drain__run(qp->skel);	/* reported */
 	s->events_mode = !qp->batched_files ? "per-event" :
 			 qp->event_files ? "mixed" : "batched";
+	/* Fallbacks are told by sp:tsc hits (query.bpf.c): not where another
+	 * tracer's uprobe there kept sptrace from watching it. */
+	if (qp->att.watch_refused)
+		qp->tsc_unwatched = qp->att.watch_refused;
+	s->batch_fallback_unknown = qp->tsc_unwatched > 0;
 	if (!qp->names)
 		qp->names = query_names__new();
 	if (!qp->names)
@@ -1096,6 +1102,9 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 				       tag_name, qp, s);
 	if (err)
 		sp_err("cannot read the BPF maps: %s", strerror(-err));
+	else if (qp->drained && s->batch_fallback_unknown)
+		sp_info("batched events: those that fired per-event sites instead are not counted (sp:tsc not watched in %zu files)",
+			qp->tsc_unwatched);
 	else if (qp->drained)	/* the last read, once tracing stopped */
 		sp_info("batched events: %" PRIu64 " fired per-event sites instead "
 			"(their thread's ring was gone at its exit, or could not be mapped)",

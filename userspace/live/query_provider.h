@@ -26,6 +26,7 @@ struct query_provider {
 	bool tsc_told;			/* -v: the map's figures said */
 	struct tsc_clock tclock;	/* the TSC -> ns map it writes */
 	size_t batched_files, event_files;	/* kept past detaching */
+	size_t tsc_unwatched;	/* att.watch_refused, kept past detaching */
 	bool multi;			/* uprobe_multi links */
 	struct attacher fatt;		/* --func probes */
 	char **fnames;			/* --func: row names, by index */

@@ -46,8 +46,10 @@ struct summary {
 	 * "mixed" (per file; see probes/sp_probe.h); NULL when not live. */
 	const char *events_mode;
 	/* Live: events of batched files that fired their per-event site
-	 * (their thread's ring gone or unmappable); counted like the rest. */
+	 * (their thread's ring gone or unmappable); counted like the rest.
+	 * Unknown where sptrace could not watch the site that tells them. */
 	uint64_t batch_fallback;
+	bool batch_fallback_unknown;
 	bool per_pid;			/* rows are (name, pid), not name */
 	bool finished;
 	struct summary_title *titles;	/* sorted by pid */

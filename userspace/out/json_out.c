@@ -92,7 +92,9 @@ int json_out__write_with(FILE *out, const struct summary *s,
 	jsonw__u64_field(&w, "total_self_ns", s->total_self_ns);
 	if (s->events_mode) {
 		jsonw__string_field(&w, "events", s->events_mode);
-		jsonw__u64_field(&w, "batch_fallback", s->batch_fallback);
+		if (!s->batch_fallback_unknown)
+			jsonw__u64_field(&w, "batch_fallback",
+					 s->batch_fallback);
 	}
 	jsonw__break(&w);
 	jsonw__name(&w, "queries");
