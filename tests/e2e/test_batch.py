@@ -15,6 +15,7 @@ from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
                     retry_timing, rows, run, tmpfile, trace_json)
 
 HOST = os.environ["BATCH_HOST"]
+GT = os.environ["GT_HOST"]
 MANY = [l for l in os.environ.get("BATCH_MANY", "").split(":") if l]
 
 
@@ -205,49 +206,71 @@ def test_func_nesting():
 
 
 def test_tsc_held():
-    """Without the TSC, sptrace watches sp:tsc with its semaphore left
-    alone; the kernel refuses that while another session holds the site
-    with the semaphore. The second session must still trace, and say that
-    it cannot count fallbacks rather than report 0."""
+    """Two sessions on one process, one with the TSC, one with
+    SPTRACE_NO_TSC=1. The first raises sp:tsc's semaphore, so the host
+    stamps every record with the TSC: the second must convert them too
+    (it counted none once), and count exactly what the host ran. It
+    watches sp:tsc without the semaphore, which the kernel refuses next
+    to the first session's uprobe: it must trace on, and say it cannot
+    count fallbacks rather than report 0."""
     with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
         tsc = f.read().strip() == "tsc"
-    host = subprocess.Popen([HOST, "block", "6000"], stdout=subprocess.PIPE,
-                            text=True)
+    env = dict(os.environ)
+    for k in ("SPTRACE_PER_EVENT", "SPTRACE_NO_TSC"):
+        env.pop(k, None)
+    host = subprocess.Popen([GT, "--wait", "--threads", "1", "5"],
+                            stdout=subprocess.PIPE, text=True)
+    outs, procs = [tmpfile(".json"), tmpfile(".json")], []
     try:
-        host.stdout.readline()	# "early": its pair is in the ring
-        env = dict(os.environ)
-        for k in ("SPTRACE_PER_EVENT", "SPTRACE_NO_TSC"):
-            env.pop(k, None)
-        first = subprocess.Popen([SPTRACE, "-v", "-p", str(host.pid)],
-                                 stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True, env=env)
-        for line in first.stderr:
-            if "tracing" in line:
-                break
-        env["SPTRACE_NO_TSC"] = "1"
-        out = tmpfile(".json")
-        p = run([SPTRACE, "-v", "-f", "json", "-o", out, "-p", str(host.pid),
-                 "-d", "0.5"], env=env, timeout=60)
-        first.send_signal(signal.SIGINT)
-        first.communicate(timeout=60)
+        host.stdout.readline()	# waiting for SIGUSR1
+        for k, out in enumerate(outs):
+            if k == 1:
+                env["SPTRACE_NO_TSC"] = "1"
+            procs.append(subprocess.Popen(
+                [SPTRACE, "-v", "-f", "json", "-o", out, "-p", str(host.pid)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                env=dict(env)))
+            seen = ""
+            for line in procs[-1].stderr:
+                seen += line
+                if "tracing" in line:
+                    break
+            procs[-1].seen = seen
+        host.send_signal(signal.SIGUSR1)
+        host.communicate(timeout=60)
+        for pr in procs:
+            pr.seen += pr.communicate(timeout=60)[1]
     finally:
         host.kill()
-        host.wait()
-    eq(p.returncode, 0, "tsc held: the second session traces (%s)" %
-       p.stderr.strip()[-300:])
-    s = json.load(open(out)) if os.path.exists(out) else {}
-    if os.path.exists(out):
-        os.unlink(out)
-    eq(s.get("events"), "batched", "tsc held: batched")
+        for pr in procs:
+            pr.kill()
+    sums = []
+    for k, (pr, out) in enumerate(zip(procs, outs)):
+        who = ("first (TSC)", "second (SPTRACE_NO_TSC=1)")[k]
+        eq(pr.returncode, 0, "tsc held: %s session: exit 0 (%s)" % (
+            who, pr.seen.strip()[-300:]))
+        s = {}
+        if os.path.exists(out):
+            with open(out) as f:
+                s = json.load(f)
+            os.unlink(out)
+        sums.append(s)
+        eq(s.get("events"), "batched", "tsc held: %s: batched" % who)
+        r = rows(s) if s else {}
+        for q, n in (("outer", 5), ("inner", 10), ("recurse", 15)):
+            eq(r.get(q, {}).get("count"), n,
+               "tsc held: %s: %s as the host ran it" % (who, q))
+    eq(sums[0].get("batch_fallback"), 0, "tsc held: first: batch_fallback")
     if tsc:
-        check("sp:tsc not watched" in p.stderr and "not counted" in p.stderr,
-              "tsc held: -v says fallbacks are not counted")
-        check("batch_fallback" not in s,
-              "tsc held: no batch_fallback figure it could not count")
+        check("sp:tsc not watched" in procs[1].seen and
+              "not counted" in procs[1].seen,
+              "tsc held: second: -v says fallbacks are not counted")
+        check("batch_fallback" not in sums[1],
+              "tsc held: second: no batch_fallback figure it could not count")
     else:
         print("# tsc held: the clock source is not the TSC: no session "
               "raises sp:tsc's semaphore, nothing to refuse")
-        eq(s.get("batch_fallback"), 0, "tsc held: batch_fallback counted")
+        eq(sums[1].get("batch_fallback"), 0, "tsc held: second: batch_fallback")
 
 
 def test_many_libs():

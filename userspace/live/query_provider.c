@@ -208,7 +208,7 @@ static size_t bind_batch_probes(struct query_provider *qp)
 	 * per-event site (bpf/query.bpf.c, sp_tsc): without the TSC it is
 	 * watched with the semaphore left alone. */
 	b[i++] = (struct probe_binding){ "tsc", s->progs.sp_tsc };
-	qp->att.watch_only = qp->tsc ? NULL : "tsc";
+	qp->att.watch_only = qp->tsc_ask ? NULL : "tsc";
 	return i;
 }
 
@@ -217,19 +217,20 @@ static size_t bind_batch_probes(struct query_provider *qp)
  * ~2x per pair) where the kernel itself keeps time with the TSC, i.e.
  * trusts it to be invariant and synchronised across CPUs. Calibrated over
  * 20 ms against CLOCK_MONOTONIC here, then again about once a second while
- * the session runs (qp_tick), as NTP slews the clock (tsc_clock.h);
- * SPTRACE_NO_TSC=1 keeps clock_gettime.
+ * the session runs (qp_tick), as NTP slews the clock (tsc_clock.h).
+ * SPTRACE_NO_TSC=1 keeps clock_gettime (qp->tsc_ask false), but the map is
+ * still kept: the stamp follows the semaphore, which another session
+ * tracing the same file with the TSC raises for both.
  */
 static bool tsc_calibrate(struct query_provider *qp)
 {
 	const char *e = getenv("SPTRACE_NO_TSC");
 	struct timespec pause = { 0, 20000000 };
+	bool no_tsc = e && *e && strcmp(e, "0");
 	uint64_t t0, n0, t1, n1;
 	char src[32] = "";
 	FILE *f;
 
-	if (e && *e && strcmp(e, "0"))
-		return false;
 	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
 	if (!f)
 		return false;
@@ -245,7 +246,10 @@ static bool tsc_calibrate(struct query_provider *qp)
 	    tsc_clock__start(&qp->tclock, &qp->skel->bss->tsc_clock, t0, n0,
 			     t1, n1))
 		return false;
-	sp_info("batched events: TSC timestamps, %.4f ns per tick, recalibrated every %.0f s",
+	qp->tsc_ask = !no_tsc;
+	sp_info("batched events: %s, %.4f ns per tick, recalibrated every %.0f s",
+		no_tsc ? "clock_gettime timestamps (SPTRACE_NO_TSC); the TSC mapped for records another session has stamped with it" :
+			 "TSC timestamps",
 		(double)(n1 - n0) / (double)(t1 - t0),
 		TSC_CLOCK_PERIOD_NS / 1e9);
 	return true;

@@ -22,7 +22,9 @@ struct query_provider {
 	struct probe_binding batch_bindings[24];	/* files with sp:flush */
 	bool batch;			/* batched events loaded and wanted */
 	bool drained;			/* stop drain of the rings done */
-	bool tsc;			/* batched records stamped with the TSC */
+	bool tsc;			/* the TSC map kept (tsc_clock.h) */
+	bool tsc_ask;			/* sp_tsc_semaphore raised: records
+					 * stamped with the TSC */
 	bool tsc_told;			/* -v: the map's figures said */
 	struct tsc_clock tclock;	/* the TSC -> ns map it writes */
 	size_t batched_files, event_files;	/* kept past detaching */
