@@ -630,14 +630,15 @@ int sp_func_entry(struct pt_regs *ctx)
 SEC("uretprobe")
 int sp_func_return(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	/* The time before the drain, as on_end() takes it. */
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
 
 	if (!counting())
 		return 0;
 	drain_first(id, 0);
 	/* Frames entered below sp - 8 are gone; sp - 8 is this one. */
-	return end_at(id, bpf_ktime_get_ns(), bpf_get_attach_cookie(ctx),
-		      SP_FRAME_QUERY, SP_EV_QUERY_END, SP_CTX_REG(ctx, rsp) - 16);
+	return end_at(id, now, bpf_get_attach_cookie(ctx), SP_FRAME_QUERY,
+		      SP_EV_QUERY_END, SP_CTX_REG(ctx, rsp) - 16);
 }
 
 /* ---- --query specs -------------------------------------------------- */
