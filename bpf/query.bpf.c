@@ -229,6 +229,19 @@ static __always_inline bool traced(void)
 	return traced_tgid(bpf_get_current_pid_tgid() >> 32);
 }
 
+/*
+ * May a drain of batched records count anything? While armed; and after
+ * the disarm too, until sptrace detaches: records stamped before the
+ * disarm may still sit in the rings (batch_event() drops the later ones by
+ * their time), and a running host keeps flushing. Draining only while
+ * armed left its rings to be overwritten between the disarm and sptrace's
+ * last read of them, which counted every record of that window as lost.
+ */
+static __always_inline bool rings_count(void)
+{
+	return armed || disarmed_ns;
+}
+
 /* Counting is on (see `armed`) and the current process counts. */
 static __always_inline bool counting(void)
 {
@@ -1297,7 +1310,8 @@ struct sp_drain_state {
 	__u64 id;
 	__u64 lost;
 	__u32 n;	/* rings in use: the loops stop there */
-	__u32 pad;
+	__u32 past;	/* a record past the disarm was reached (see
+			 * sp_batch_reg.past) */
 };
 
 struct {
@@ -1434,9 +1448,13 @@ static __always_inline void stage_event(__u64 id, __u64 now, __u64 name,
 	b->hdr.arg1 = n + 1;
 }
 
+/* batch_event()'s answer for a record stamped after the disarm. */
+#define SP_BATCH_PAST 0x7370
+
 /*
  * One record of thread `id`, with its own timestamp. A global function: the
  * verifier checks it once, not once per path of the drain loops around it.
+ * 0, or SP_BATCH_PAST (not counted: after the disarm).
  */
 __noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
 			   __u64 arg)
@@ -1457,8 +1475,10 @@ __noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
 		bkind &= ~SP_BK_TSC;
 	}
 
-	if (now < armed_ns || (disarmed_ns && now >= disarmed_ns))
-		return 0;	/* before arming (a stale ring) or after disarming */
+	if (disarmed_ns && now >= disarmed_ns)
+		return SP_BATCH_PAST;	/* after disarming */
+	if (now < armed_ns)
+		return 0;	/* before arming (a stale ring) */
 	switch (bkind) {
 	case SP_BK_QUERY_BEGIN:
 		kind = SP_FRAME_QUERY; ev = SP_EV_QUERY_BEGIN; break;
@@ -1489,13 +1509,16 @@ __noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
 	/* Staged, not emitted (ev 0): the drain sends them as one record. */
 	stage_event(id, now, name, ev, 0);
 	if (bkind & 1)
-		return begin_at(id, now, name, kind, 0, 0);
-	return end_at(id, now, name, kind, 0, 0);
+		begin_at(id, now, name, kind, 0, 0);
+	else
+		end_at(id, now, name, kind, 0, 0);
+	return 0;
 }
 
-static __always_inline void batch_apply(__u64 id, const struct sp_batch_rec *r)
+/* SP_BATCH_PAST when r is stamped after the disarm, else 0. */
+static __always_inline int batch_apply(__u64 id, const struct sp_batch_rec *r)
 {
-	batch_event(id, r->ts, r->name, r->kind, r->arg);
+	return batch_event(id, r->ts, r->name, r->kind, r->arg);
 }
 
 /* Copies records [pos, end) of ring k to its slots of ring_copy (two
@@ -1576,7 +1599,8 @@ static long drain_step(__u32 i, void *ctx)
 	}
 	if (best >= SP_BATCH_MAX_RINGS)
 		return 1;
-	batch_apply(s->id, &s->head[best]);
+	if (batch_apply(s->id, &s->head[best]) == SP_BATCH_PAST)
+		s->past = 1;
 	s->pos[best]++;
 	ring_head(s, best);
 	return 0;
@@ -1611,7 +1635,9 @@ static long ring_init_step(__u32 k, void *ctx)
 	if (h.seq < c)
 		c = 0;		/* restarted by a new thread */
 	if (h.seq - c > SP_BATCH_CAP) {
-		if (c)		/* a ring seen before: overwritten */
+		/* A ring seen before: overwritten, unless the drains already
+		 * reached past the disarm (everything after is later). */
+		if (c && !s->past)
 			s->lost += h.seq - SP_BATCH_CAP - c;
 		c = h.seq - SP_BATCH_CAP;
 	}
@@ -1638,11 +1664,13 @@ static __always_inline void batch_drain(struct sp_batch_reg *reg, __u64 id)
 	s->id = id;
 	s->lost = 0;
 	s->n = reg->n;
+	s->past = reg->past;
 	__builtin_memcpy(s->addr, reg->addr, sizeof(s->addr));
 	__builtin_memcpy(s->pos, reg->consumed, sizeof(s->pos));
 	bpf_loop(SP_BATCH_MAX_RINGS, ring_init_step, &dummy, 0);
 	bpf_loop(SP_BATCH_MAX_RINGS * SP_BATCH_CAP, drain_step, &dummy, 0);
 	__builtin_memcpy(reg->consumed, s->pos, sizeof(reg->consumed));
+	reg->past = s->past;
 	__sync_fetch_and_and(&reg->busy, 0);	/* release */
 	stage_flush();
 	if (s->lost)
@@ -1797,7 +1825,7 @@ int sp_flush(struct pt_regs *ctx)
 	reg = batch_register((__u32)id, id >> 32, addr);
 	if (reg)
 		reg->slow = 0;	/* the slow path found a ring (see sp_tsc) */
-	if (reg && armed)
+	if (reg && rings_count())
 		batch_drain(reg, id);
 	if (!reg || bpf_probe_read_user(&h, sizeof(h), (const void *)addr) ||
 	    h.magic != SP_BATCH_MAGIC || h.owner)
@@ -1895,7 +1923,7 @@ int sp_exec_drain(struct bpf_raw_tracepoint_args *ctx)
 	reg = bpf_map_lookup_elem(&batch_rings, &tid);
 	if (!reg)
 		return 0;
-	if (armed && reg->tgid == id >> 32)
+	if (rings_count() && reg->tgid == id >> 32)
 		batch_drain(reg, id);
 	bpf_map_delete_elem(&batch_rings, &tid);
 	return 0;
@@ -1921,7 +1949,7 @@ int sp_thread_exit(void *ctx)
 	 * lets go of its memory, so they are still readable. */
 	reg = bpf_map_lookup_elem(&batch_rings, &tid);
 	if (reg) {
-		if (armed && reg->tgid == id >> 32) {
+		if (rings_count() && reg->tgid == id >> 32) {
 			if (reg->busy)	/* sptrace is feeding it: rare race */
 				count_error(SP_ERR_BATCH_LOST, 1);
 			batch_drain(reg, id);

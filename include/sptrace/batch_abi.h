@@ -67,6 +67,12 @@ struct sp_batch_reg {
 	__u32 slow;			/* sp:tsc hits no flush followed yet:
 					 * probes that may fall back to their
 					 * per-event site (query.bpf.c, sp_tsc) */
+	__u32 past;			/* a drain reached a record stamped after
+					 * the disarm: every record not drained
+					 * yet is later, and an overwritten one
+					 * is no loss (a host still running
+					 * while sptrace detaches) */
+	__u32 pad;
 	__u64 addr[SP_BATCH_MAX_RINGS];	/* ring addresses in the host; 0: a
 					 * free slot (its ring was unmapped) */
 	__u64 consumed[SP_BATCH_MAX_RINGS];	/* records drained, per ring */

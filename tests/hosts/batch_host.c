@@ -18,6 +18,9 @@
  *                           parent N more: prints {"parent": 2N, "child": N}
  *   batch_host block MS     one "early" pair, then sleeps MS ms (a thread
  *                           that blocks with a partial ring)
+ *   batch_host spin MS      "spin" pairs in a tight loop for MS ms (a host
+ *                           that keeps flushing while -d stops sptrace):
+ *                           prints {"spin": pairs}
  *   batch_host threads N    N short-lived threads, 16 at a time, each 5 "t"
  *                           pairs and a "plain" pair of batch_plain.c
  *                           (per-event sites, not fallbacks); a pthread key
@@ -213,6 +216,25 @@ static int block(int ms)
 	printf("early\n");
 	fflush(stdout);
 	nanosleep(&ts, NULL);
+	return 0;
+}
+
+/* ---- spin MS: a host still flushing while sptrace stops ---- */
+static int spin(int ms)
+{
+	struct timespec t0, t;
+	long long n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (int i = 0; i < 1024; i++, n++) {
+			SP_QUERY_BEGIN("spin");
+			SP_QUERY_END("spin");
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 +
+			 (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	printf("{\"spin\": %lld}\n", n);
 	return 0;
 }
 
@@ -477,6 +499,8 @@ int main(int argc, char **argv)
 		return forks(n);
 	if (argc == 3 && n > 0 && !strcmp(argv[1], "block"))
 		return block(n);
+	if (argc == 3 && n > 0 && !strcmp(argv[1], "spin"))
+		return spin(n);
 	if (argc == 3 && n > 0 && !strcmp(argv[1], "threads"))
 		return threads(n);
 	if (argc >= 4 && n > 0 && !strcmp(argv[1], "libs"))
@@ -485,6 +509,6 @@ int main(int argc, char **argv)
 		return funcs(n);
 	if (argc == 3 && n > 0 && !strcmp(argv[1], "marks"))
 		return marks(n);
-	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS | threads N | libs N LIB... | func N | marks N\n");
+	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS | spin MS | threads N | libs N LIB... | func N | marks N\n");
 	return 2;
 }

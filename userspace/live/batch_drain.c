@@ -43,8 +43,10 @@ struct ring_recs {
 };
 
 /* Reads ring `addr` of process tgid: the committed records past
- * `consumed`. 0, or -errno when the ring cannot be read. */
-static int read_ring(__u32 tgid, __u64 addr, __u64 consumed,
+ * `consumed`. Records overwritten count in *lost unless `past` (the
+ * thread's drains reached the disarm: they were later). 0, or -errno when
+ * the ring cannot be read. */
+static int read_ring(__u32 tgid, __u64 addr, __u64 consumed, bool past,
 		     struct ring_recs *out, __u64 *lost)
 {
 	static unsigned char buf[SP_BATCH_RING_SIZE];
@@ -64,7 +66,7 @@ static int read_ring(__u32 tgid, __u64 addr, __u64 consumed,
 	if (seq < consumed)
 		consumed = 0;
 	if (seq - consumed > SP_BATCH_CAP) {
-		if (consumed)
+		if (consumed && !past)
 			*lost += seq - SP_BATCH_CAP - consumed;
 		consumed = seq - SP_BATCH_CAP;
 	}
@@ -122,7 +124,7 @@ static int drain_thread(int map_fd, int prog_fd, __u32 tid,
 		if (!reg->addr[k])
 			continue;	/* a free slot */
 		err = read_ring(reg->tgid, reg->addr[k], reg->consumed[k],
-				&rings[k], &chunk_lost);
+				reg->past, &rings[k], &chunk_lost);
 		if (err == -ESRCH || err == -EFAULT || err == -EIO) {
 			err = 0;	/* gone: counted when it exited */
 			continue;
