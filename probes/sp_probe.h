@@ -527,8 +527,10 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 	struct sp__batch *b = sp__batch_tls, *head, *cur;
 	void *none;
 
-	/* Never traps usefully: sp:tsc exists for its semaphore (see
-	 * sp__stamp()); a tracer attaches it to raise that. */
+	/* sp:tsc: its semaphore asks for TSC stamps (see sp__stamp()); its
+	 * hit marks the slow path, so a tracer can tell a probe that then
+	 * falls back to its per-event site (no ring) from one compiled
+	 * without batching. Keep it first, before any return. */
 	__asm__ __volatile__(SP__NOP_FLUSH SP__NOTE(tsc, "") : : : "memory");
 
 	if (b == SP__BATCH_GONE)
