@@ -2,9 +2,11 @@
 """sptrace serve: /metrics against a host with known counts (counters
 exact, histograms consistent), processes that come and go with -b (their
 series appear, keep their final values, then leave after --keep-exited),
-and a server that keeps serving and tracing under 100 concurrent scrapes,
-a stalled client, malformed requests and clients that hang up
-mid-response. Also the listen policy."""
+a scrape streamed from the exposition as it was when it began (a slow
+reader gets the bytes of a fast one while serve renders again, as many as
+Content-Length says), and a server that keeps serving and tracing under 100
+concurrent scrapes, a stalled client, malformed requests and clients that
+hang up mid-response. Also the listen policy."""
 import json
 import os
 import signal
@@ -331,6 +333,107 @@ def test_load(url, serve):
         big.communicate(timeout=30)
 
 
+def get_raw(url, slow=None):
+    """GET /metrics on a socket of our own: (headers, body). slow(sock) is
+    called after the first bytes of the body, to read at its own pace."""
+    host, port = url.split("//")[1].split(":")
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A small window: serve cannot push the body into socket buffers
+    # ahead of a slow reader.
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    c.settimeout(30)
+    c.connect((host, int(port)))
+    c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        got = c.recv(65536)
+        if not got:
+            break
+        data += got
+    head, _, body = data.partition(b"\r\n\r\n")
+    parts = [body]
+    if slow:
+        slow(c, parts)
+    while True:
+        got = c.recv(1 << 20)
+        if not got:
+            break
+        parts.append(got)
+    c.close()
+    headers = {}
+    for line in head.decode().split("\r\n")[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return head.decode().split("\r\n")[0], headers, b"".join(parts)
+
+
+def test_streamed_snapshot(url, serve):
+    """A scrape is sent from the rows' texts as they were when it began
+    (serve never writes the whole body): a client that reads slowly while
+    other scrapes make serve render every row again gets the same bytes as
+    one that read at once, and as many as its Content-Length says; every
+    series once."""
+    names = 2000
+    big = subprocess.Popen([HOST, "--names", str(names), "--pause-ms", "20",
+                            "--spin-us", "1"], stdout=subprocess.PIPE,
+                           text=True)
+    last = "q%05d" % (names - 1)
+    try:
+        wait_for(lambda: value(samples(url), "sptrace_query_invocations_total",
+                               query=last, pid=big.pid), "%d series" % names)
+        time.sleep(0.6)     # the render cache expired: the next one renders
+        fast = []
+        later = []
+
+        def slow(c, parts):
+            # Within the cache's 500 ms: the same exposition, read at once.
+            fast.append(get_raw(url))
+            # Then, for 2 s, 16 KiB at a time, while another client's
+            # scrapes render the exposition again every 0.6 s.
+            end = time.time() + 2.0
+            nxt = time.time() + 0.6
+            while time.time() < end:
+                parts.append(c.recv(16384))
+                time.sleep(0.05)
+                if time.time() >= nxt:
+                    later.append(get_raw(url)[2])
+                    nxt = time.time() + 0.6
+        status, headers, body = get_raw(url, slow)
+        fstatus, fheaders, fbody = fast[0]
+        check(status.endswith(" 200 OK") and fstatus.endswith(" 200 OK"),
+              "streamed scrapes answered 200 (%s, %s)" % (status, fstatus))
+        eq(headers.get("content-length"), str(len(body)),
+           "slow scrape: Content-Length is the bytes received")
+        eq(fheaders.get("content-length"), str(len(fbody)),
+           "fast scrape: Content-Length is the bytes received")
+        check(len(later) >= 2 and all(t != fbody for t in later),
+              "the exposition was rendered again %d times while the slow "
+              "scrape was sent (each different)" % len(later))
+        check(body == fbody, "slow and fast scrape of one exposition: the "
+              "same bytes (%d and %d; first difference at %s)" % (
+                  len(body), len(fbody),
+                  next((i for i in range(min(len(body), len(fbody)))
+                        if body[i] != fbody[i]), "the end")))
+        s = parse(body.decode())
+        seen = {}
+        for n, l, _ in s:
+            key = (n, tuple(sorted(l.items())))
+            seen[key] = seen.get(key, 0) + 1
+        eq(max(seen.values()), 1, "every series once in the slow scrape")
+        rows = {l["query"] for n, l, _ in s
+                if n == "sptrace_query_invocations_total" and
+                l.get("pid") == str(big.pid)}
+        eq(len(rows), names, "every query of the host in the slow scrape")
+        buckets = sum(1 for n, l, _ in s
+                      if n == "sptrace_query_latency_seconds_bucket" and
+                      l.get("pid") == str(big.pid))
+        eq(buckets, 23 * names, "23 buckets per query in the slow scrape")
+        check(serve.poll() is None, "serve survived the streamed scrapes")
+    finally:
+        big.send_signal(signal.SIGTERM)
+        big.communicate(timeout=30)
+
+
 def hist_top(ns):
     """The largest value of the kernel bucket holding `ns`
     (include/sptrace/hist.h: sp_hist_bucket_hi(sp_hist_bucket(ns)) - 1)."""
@@ -576,6 +679,7 @@ try:
         test_concurrent(url, serve)
         test_connection_limit(url, serve)
         test_load(url, serve)
+        test_streamed_snapshot(url, serve)
         test_changes_between_scrapes(url)
 finally:
     eq(stop_serve(serve), 0, "serve exits 0 on Ctrl-C")

@@ -594,6 +594,117 @@ static void test_cache(void)
 	om_cache__free(c);
 }
 
+/* All of a snapshot, read max bytes at a time. */
+static char *read_all(const struct om_snapshot *sn, size_t max, size_t *len)
+{
+	struct om_cursor cur = {};
+	size_t cap = om_snapshot__len(sn) + max + 1, n;
+	char *buf = malloc(cap);
+
+	*len = 0;
+	if (!buf)
+		abort();
+	while ((n = om_snapshot__read(sn, &cur, buf + *len, max)) > 0) {
+		CHECK(n <= max);
+		*len += n;
+		if (*len > cap - max)
+			break;	/* more than it said: reported below */
+	}
+	CHECK(cur.pos == *len);
+	return buf;
+}
+
+static void same_bytes(const char *a, size_t alen, const char *b, size_t blen,
+		       const char *what, size_t max)
+{
+	size_t i = 0;
+
+	if (alen == blen && !memcmp(a, b, alen))
+		return;
+	while (i < alen && i < blen && a[i] == b[i])
+		i++;
+	printf("FAIL %s (reads of %zu): %zu vs %zu bytes, differ at byte %zu\n",
+	       what, max, alen, blen, i);
+	check_failed++;
+}
+
+/*
+ * serve sends a scrape from a snapshot, a piece at a time, while the next
+ * scrapes render into the same cache: the bytes are those of the whole
+ * exposition whatever the size of each read (a sample line cut anywhere),
+ * its length is known before, and a snapshot keeps its rows' texts when
+ * the cache formats every row again and drops some.
+ */
+static void test_snapshot_stream(void)
+{
+	static const size_t reads[] = { 1, 2, 7, 64, 100, 4096, 1 << 20 };
+	struct om_process procs[] = {
+		{ .pid = 0, .comm = "(exited)", .binary = "" },
+		{ .pid = 7, .comm = "a", .binary = "/bin/a", .title = "a -x",
+		  .alive = true, .rss_bytes = 4096 },
+	};
+	struct om_health h = { .attached_probes = 3 };
+	struct om_cache *c = om_cache__new();
+	struct om_snapshot *old = NULL, *sn = NULL;
+	struct om_buf whole = {}, again = {};
+	struct summary s;
+	size_t k, len;
+	char *text;
+	bool om;
+
+	CHECK(c != NULL);
+	for (om = false; c; om = true) {
+		struct om_input in = { .s = &s, .procs = procs, .nprocs = 2,
+				       .h = &h, .openmetrics = om };
+
+		summary__init(&s);
+		s.per_pid = true;
+		add_scraped(&s, "q1", 7, 5, 1, 300, 5);
+		add_scraped(&s, "a \"long\" name \xff", 7, 3, 0, sp_hist_bucket(70000), 3);
+		add_scraped(&s, "gone next", 9, 1, 0, 10, 1);
+		CHECK(openmetrics__write(&whole, &in) == 0);
+		in.cache = c;
+		CHECK(openmetrics__snapshot(&in, &old) == 0);
+		summary__free(&s);
+		if (!old)
+			break;
+		CHECK(om_snapshot__len(old) == whole.len);
+		for (k = 0; k < sizeof(reads) / sizeof(reads[0]); k++) {
+			text = read_all(old, reads[k], &len);
+			same_bytes(whole.p, whole.len, text, len, "streamed",
+				   reads[k]);
+			free(text);
+		}
+		/* The next scrape: every row's figures changed, one row gone. */
+		summary__init(&s);
+		s.per_pid = true;
+		add_scraped(&s, "q1", 7, 6, 2, 300, 6);
+		add_scraped(&s, "a \"long\" name \xff", 7, 4, 0, sp_hist_bucket(900000), 4);
+		CHECK(openmetrics__snapshot(&in, &sn) == 0);
+		in.cache = NULL;
+		CHECK(openmetrics__write(&again, &in) == 0);
+		summary__free(&s);
+		if (sn) {
+			text = read_all(sn, 100, &len);
+			same_bytes(again.p, again.len, text, len, "next", 100);
+			free(text);
+		}
+		/* The older one, still sent: as it was. */
+		text = read_all(old, 100, &len);
+		same_bytes(whole.p, whole.len, text, len, "older, after the next",
+			   100);
+		free(text);
+		CHECK(!om_snapshot__put(om_snapshot__get(old)));
+		CHECK(om_snapshot__put(old));
+		CHECK(om_snapshot__put(sn));
+		om_buf__free(&whole);
+		om_buf__free(&again);
+		if (om)
+			break;
+	}
+	om_cache__free(c);
+}
+
 static void test_listen_policy(void)
 {
 	struct sockaddr_storage ss;
@@ -629,6 +740,7 @@ int main(void)
 	RUN(test_empty);
 	RUN(test_mem);
 	RUN(test_cache);
+	RUN(test_snapshot_stream);
 	RUN(test_listen_policy);
 	return check_status();
 }

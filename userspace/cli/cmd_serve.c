@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,15 +50,11 @@ struct serve {
 	unsigned int top;
 	struct exited_rows rows;
 	struct serve_http srv;
-	struct serve_body *cache[2];	/* [openmetrics] */
+	/* The last exposition of each format ([openmetrics]): every scrape
+	 * within SERVE_CACHE_NS is sent from it, each at its own pace. */
+	struct om_snapshot *cache[2];
 	uint64_t cache_ns[2];
 	uint64_t last_read_ns;
-	size_t last_len;		/* the last body's size: the next one's */
-	/* The pages of a body no connection sends any more: the next body
-	 * is written into them, not into fresh pages to fault in. */
-	char *spare;
-	size_t spare_cap;
-	bool closing;
 	struct om_cache *om;		/* rendered rows, kept between scrapes */
 	double read_s;
 	bool failed;
@@ -185,37 +182,14 @@ static int proc_cmp(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* A body's pages while MHD has them. */
-struct body_pages {
-	struct serve *sv;
-	char *p;
-	size_t cap;
-};
-
-static void body_released(void *ctx)
-{
-	struct body_pages *bp = ctx;
-	struct serve *sv = bp->sv;
-
-	if (!sv->closing && !sv->spare) {
-		sv->spare = bp->p;
-		sv->spare_cap = bp->cap;
-	} else {
-		free(bp->p);
-	}
-	free(bp);
-}
-
 /* Reads the maps and renders one exposition; NULL on error (reported). */
-static struct serve_body *render(struct serve *sv, bool openmetrics)
+static struct om_snapshot *render(struct serve *sv, bool openmetrics)
 {
 	struct om_health h = {};
 	struct summary top;
 	unsigned int folded = 0;
 	struct om_process *procs = NULL;
-	struct om_buf b = {};
-	struct serve_body *body = NULL;
-	struct body_pages *bp = NULL;
+	struct om_snapshot *sn = NULL;
 	struct mem_report mr;
 	struct summary s;
 	uint64_t t0 = now_ns();
@@ -268,71 +242,79 @@ static struct serve_body *render(struct serve *sv, bool openmetrics)
 	h.http_rejected = sv->srv.rejected;
 	h.self_rss_bytes = rss_of("self");
 	h.read_seconds = sv->read_s;
-	if (sv->spare) {
-		b.p = sv->spare;
-		b.cap = sv->spare_cap;
-		sv->spare = NULL;
-	} else {
-		/* Room for a body like the last one: no copies while it
-		 * grows. */
-		b.p = malloc(sv->last_len + sv->last_len / 8);
-		if (b.p)
-			b.cap = sv->last_len + sv->last_len / 8;
-	}
-	err = openmetrics__write(&b, &(struct om_input){
+	err = openmetrics__snapshot(&(struct om_input){
 		.s = &s, .mem = sv->mem ? &mr : NULL,
 		.procs = procs, .nprocs = n, .h = &h,
 		.openmetrics = openmetrics, .cache = sv->om,
-	});
-	if (err)
-		goto cleanup;
-	sv->last_len = b.len;
-	bp = malloc(sizeof(*bp));
-	if (!bp)
-		goto cleanup;
-	*bp = (struct body_pages){ .sv = sv, .p = b.p, .cap = b.cap };
-	/* bp and its pages are body_released()'s, even when it fails. */
-	b.p = NULL;
-	body = serve_body__lend(bp->p, b.len,
-				openmetrics__content_type(openmetrics),
-				body_released, bp);
+	}, &sn);
 cleanup:
-	if (!body && !sv->failed) {
+	if (!sn && !sv->failed) {
 		sp_err("serve: cannot render /metrics: %s",
 		       strerror(err ? -err : ENOMEM));
 		sv->failed = true;	/* said once */
 	}
-	om_buf__free(&b);
 	free(procs);
 	summary__free(&s);
 	mem_report__free(&mr);
-	return body;
+	return sn;
+}
+
+/* One scrape's read of a snapshot. */
+struct scrape {
+	struct om_snapshot *sn;
+	struct om_cursor cur;
+};
+
+static size_t scrape_read(void *ctx, char *buf, size_t max)
+{
+	struct scrape *sc = ctx;
+
+	return om_snapshot__read(sc->sn, &sc->cur, buf, max);
+}
+
+static void scrape_done(void *ctx)
+{
+	struct scrape *sc = ctx;
+
+	/* The last scrape of an older exposition: the texts of rows formatted
+	 * since were its alone, freed now amid the heap; their pages go back
+	 * (RSS stays that of one exposition, not of every one a slow scrape
+	 * held). */
+	if (om_snapshot__put(sc->sn))
+		malloc_trim(0);
+	free(sc);
 }
 
 static struct serve_body *metrics(void *ctx, bool openmetrics)
 {
 	struct serve *sv = ctx;
 	uint64_t now = now_ns();
+	struct scrape *sc;
 	int k = openmetrics;
 
 	if (!sv->cache[k] || now - sv->cache_ns[k] > SERVE_CACHE_NS) {
-		/* Dropped first: unless a connection still sends it (it
-		 * holds a reference), the new body is written into its
-		 * pages. */
-		serve_body__put(sv->cache[k]);
+		/* A scrape still sending the old one keeps it (and its rows'
+		 * texts) until it is done. */
+		om_snapshot__put(sv->cache[k]);
 		sv->cache[k] = render(sv, openmetrics);
 		if (!sv->cache[k])
 			return NULL;
 		sv->cache_ns[k] = now;
 	}
-	return sv->cache[k];
+	sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return NULL;
+	sc->sn = om_snapshot__get(sv->cache[k]);
+	return serve_body__stream(om_snapshot__len(sc->sn),
+				  openmetrics__content_type(openmetrics),
+				  scrape_read, scrape_done, sc);
 }
 
 static int serve_poll(void *ctx)
 {
 	struct serve *sv = ctx;
+	bool more = serve_http__poll(&sv->srv);
 
-	serve_http__poll(&sv->srv);
 	exited_rows__poll(&sv->rows);
 	if (now_ns() - sv->last_read_ns > SERVE_HOUSEKEEP_NS) {
 		struct summary s;
@@ -343,7 +325,7 @@ static int serve_poll(void *ctx)
 		sv->last_read_ns = now_ns();
 		summary__free(&s);
 	}
-	return 0;
+	return more;	/* at once again: a scrape is being sent */
 }
 
 int cmd_serve(int argc, char **argv)
@@ -373,6 +355,11 @@ int cmd_serve(int argc, char **argv)
 		session_opts__free(&env.so);
 		return 1;
 	}
+	/* Each scrape in flight has a SERVE_STREAM_BLOCK buffer (MHD's):
+	 * from mmap, so 100 scrapes at once leave no 25 MiB behind in the
+	 * heap (glibc's threshold would rise past it after the first larger
+	 * free). */
+	mallopt(M_MMAP_THRESHOLD, SERVE_STREAM_BLOCK / 2);
 	sv = calloc(1, sizeof(*sv));
 	if (!sv) {
 		session_opts__free(&env.so);
@@ -419,11 +406,9 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (!err)
 		status = 0;
-	sv->closing = true;
 	serve_http__close(&sv->srv);
-	serve_body__put(sv->cache[0]);
-	serve_body__put(sv->cache[1]);
-	free(sv->spare);
+	om_snapshot__put(sv->cache[0]);
+	om_snapshot__put(sv->cache[1]);
 	om_cache__free(sv->om);
 	exited_rows__free(&sv->rows);
 	session__destroy(&sv->ss);

@@ -75,30 +75,55 @@ static struct serve_body *body_headers(struct MHD_Response *r,
 	return (struct serve_body *)r;
 }
 
-struct serve_body *serve_body__new(char *data, size_t len,
-				   const char *content_type)
-{
-	struct MHD_Response *r;
+/* MHD asks for the bytes from pos on, in order: pos is where the last
+ * call ended (it asks again only once it has sent what it was given). */
+struct stream {
+	serve_read_fn read;
+	void (*release)(void *ctx);
+	void *ctx;
+	uint64_t pos;
+};
 
-	r = MHD_create_response_from_buffer_with_free_callback(len, data,
-								&free);
-	if (!r) {
-		free(data);
-		return NULL;
-	}
-	return body_headers(r, content_type);
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *st = cls;
+	size_t n;
+
+	if (pos != st->pos)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = st->read(st->ctx, buf, max);
+	if (!n)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	st->pos += n;
+	return (ssize_t)n;
 }
 
-struct serve_body *serve_body__lend(const char *data, size_t len,
-				    const char *content_type,
-				    void (*release)(void *ctx), void *ctx)
+static void stream_free(void *cls)
 {
-	struct MHD_Response *r;
+	struct stream *st = cls;
 
-	/* MHD only reads a buffer response's bytes. */
-	r = MHD_create_response_from_buffer_with_free_callback_cls(
-		len, (void *)data, release, ctx);
+	st->release(st->ctx);
+	free(st);
+}
+
+struct serve_body *serve_body__stream(uint64_t len, const char *content_type,
+				      serve_read_fn read,
+				      void (*release)(void *ctx), void *ctx)
+{
+	struct MHD_Response *r = NULL;
+	struct stream *st;
+
+	st = calloc(1, sizeof(*st));
+	if (st) {
+		*st = (struct stream){ .read = read, .release = release,
+				       .ctx = ctx };
+		/* A known size: MHD sends Content-Length. */
+		r = MHD_create_response_from_callback(len, SERVE_STREAM_BLOCK,
+						      stream_read, st,
+						      stream_free);
+	}
 	if (!r) {
+		free(st);
 		release(ctx);
 		return NULL;
 	}
@@ -246,8 +271,7 @@ static enum MHD_Result answer(struct serve_http *srv, struct MHD_Connection *c,
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned int)HTTP_SEND_TIMEOUT_S);
 	ret = MHD_queue_response(c, code, r);
-	if (!body)
-		MHD_destroy_response(r);	/* MHD holds its own reference */
+	MHD_destroy_response(r);	/* MHD holds its own reference */
 	return ret;
 }
 
@@ -492,23 +516,28 @@ int serve_http__fd(const struct serve_http *srv)
 	return di ? di->epoll_fd : -1;
 }
 
-void serve_http__poll(struct serve_http *srv)
+bool serve_http__poll(struct serve_http *srv)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	int round;
+	uint64_t t0 = now_ms();
 
 	/*
 	 * MHD_run() never blocks here (external polling) and also expires
-	 * timeouts. One run moves one piece per connection; a connection with
-	 * more to read or write at once makes MHD_get_timeout() 0 (its epoll
-	 * is edge-triggered: no new event will come for it). A bounded number
-	 * of rounds: the session's loop must come back.
+	 * timeouts. One run moves one piece per connection (a streamed body:
+	 * one SERVE_STREAM_BLOCK); a connection with more to write at once
+	 * makes MHD_get_timeout() 0. Its epoll is edge-triggered, and TCP
+	 * signals room in a socket only after a send found it full: a
+	 * connection left with the client keeping up would wait for the
+	 * session's next tick (50 ms). So runs go on while MHD has work,
+	 * bounded by about one tick (the session's loop must come back),
+	 * and the caller is told to come back at once.
 	 */
-	for (round = 0; round < 64; round++) {
+	do {
 		MHD_run(srv->mhd);
 		if (MHD_get_timeout(srv->mhd, &ms) != MHD_YES || ms)
-			break;
-	}
+			return false;
+	} while (now_ms() - t0 < HTTP_POLL_MAX_MS);
+	return true;
 }
 
 void serve_http__close(struct serve_http *srv)

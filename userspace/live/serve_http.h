@@ -22,26 +22,32 @@
 #define HTTP_REQUEST_TIMEOUT_S 5
 /* ... and while it takes the response. */
 #define HTTP_SEND_TIMEOUT_S 10
+/* Milliseconds one serve_http__poll() may send for (the session's tick). */
+#define HTTP_POLL_MAX_MS 50
 
-/* A rendered answer, shared by every connection sending it (an MHD
- * response: MHD holds a reference while it sends). */
+/* The body of one answer (an MHD response). */
 struct serve_body;
 
-/* Takes data (malloc'ed; freed with the last reference, or here on
- * failure). NULL if out of memory. */
-struct serve_body *serve_body__new(char *data, size_t len,
-				   const char *content_type);
-/* The same for bytes that stay the caller's: release(ctx) is called
- * once no connection needs them any more (or here, on failure), so the
- * caller can write its next body into the same pages. */
-struct serve_body *serve_body__lend(const char *data, size_t len,
-				    const char *content_type,
-				    void (*release)(void *ctx), void *ctx);
+/* Copies the next bytes of a body into buf (up to max); 0 at its end. */
+typedef size_t (*serve_read_fn)(void *ctx, char *buf, size_t max);
+
+/* MHD's buffer per answer sent from a serve_read_fn: bytes per call. */
+#define SERVE_STREAM_BLOCK (256 * 1024)
+
+/*
+ * A body of len bytes (sent as its Content-Length), read in order by
+ * read(ctx) while the connection sends it, never held whole in memory.
+ * release(ctx) is called once the connection is done with it (or here,
+ * on failure). NULL if out of memory.
+ */
+struct serve_body *serve_body__stream(uint64_t len, const char *content_type,
+				      serve_read_fn read,
+				      void (*release)(void *ctx), void *ctx);
 /* Drops the caller's reference. NULL is a no-op. */
 void serve_body__put(struct serve_body *b);
 
-/* The body of a 200 answer, borrowed (it stays the caller's); NULL
- * answers 500. */
+/* The body of a 200 answer, given (serve_http drops it once queued);
+ * NULL answers 500. */
 typedef struct serve_body *(*serve_http_handler_fn)(void *ctx,
 						    bool openmetrics);
 
@@ -75,8 +81,10 @@ int serve_http__open(struct serve_http *srv,
 /* The descriptor to poll for readability (MHD's epoll fd). */
 int serve_http__fd(const struct serve_http *srv);
 /* Handles whatever is ready, without blocking, and expires timed-out
- * connections. Call when the fd is readable and periodically. */
-void serve_http__poll(struct serve_http *srv);
+ * connections. Call when the fd is readable and periodically. True when
+ * it stopped with more to send at once: call again without waiting for
+ * the fd (its readiness is edge-triggered). */
+bool serve_http__poll(struct serve_http *srv);
 void serve_http__close(struct serve_http *srv);
 
 #endif /* SPTRACE_SERVE_HTTP_H */

@@ -962,7 +962,7 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 {
 	const struct session_opts *o = ss->o;
 	struct pollfd pfd[SESSION_MAX_PIDS + 3];
-	bool stop = false;
+	bool stop = false, again = false;
 	int i, n, nfixed, err;
 
 	while (!stop) {
@@ -1007,6 +1007,8 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 			if (p->tick && (timeout < 0 || (int)p->tick_ms < timeout))
 				timeout = (int)p->tick_ms;
 		}
+		if (again)
+			timeout = 0;	/* the callback has more to do now */
 		if (poll(pfd, (nfds_t)n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1025,8 +1027,9 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 		scan_binaries(ss);
 		if (fn) {
 			err = fn(ctx);
-			if (err)
+			if (err < 0)
 				return err;
+			again = err > 0;
 		}
 		for (i = 0, n = nfixed; i < o->npids; i++) {
 			if (!ss->alive[i])
@@ -1056,8 +1059,11 @@ int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 	for (i = 0; i < ss->nproviders; i++)
 		ss->providers[i].detach(ss->providers[i].ctx);
 	/* What the ring buffer still holds was counted: drain it. */
-	if (!err && fn)
+	if (!err && fn) {
 		err = fn(ctx);
+		if (err > 0)
+			err = 0;	/* "again": the session is over */
+	}
 	return err;
 }
 

@@ -46,7 +46,8 @@ struct session_opts {
 	uint32_t ringbuf_bytes;		/* 0: default */
 };
 
-/* Called from the wait loop when `fd` is readable and every 50 ms. */
+/* Called from the wait loop when `fd` is readable and every 50 ms. 0,
+ * -errno to end the session, or 1: call again without waiting. */
 typedef int (*session_poll_fn)(void *ctx);
 
 /*

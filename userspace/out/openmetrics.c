@@ -298,23 +298,37 @@ static uint64_t field_of(const struct sp_query_stats *st, enum field f)
 }
 
 /*
- * The pieces of a row's samples that do not depend on the family: its
- * escaped `query` label and its numbers as text. With 10,000 rows most
- * of a write is copying these; a row whose figures are those of the
- * last write keeps its text (a scrape re-formats only the rows that
- * changed).
+ * A row's text: its escaped `query` label and its numbers as text, made
+ * once per change of its figures and never written again. With 10,000
+ * rows most of an exposition is copying these. The cache holds the
+ * row's current text, and every snapshot that shows the row holds the
+ * text it showed: a row formatted again while a scrape still sends an
+ * older snapshot gets a new text, the old one stays until that scrape
+ * ends (refs; serve's one thread, no atomics).
  */
+struct om_text {
+	unsigned int refs;
+	uint32_t qlab_len;		/* data starts with query="..." */
+	uint16_t end[OM_NNUMS];		/* number i ends at data[qlab_len +
+					 * end[i]] */
+	char data[];
+};
+
+static void text_put(struct om_text *t)
+{
+	if (t && !--t->refs)
+		free(t);
+}
+
 struct om_row {
 	char *name;			/* the key, with pid (owned) */
 	uint32_t pid;
 	uint32_t seen;			/* the last write that had it */
 	char *qlab;			/* query="..." (owned) */
 	size_t qlab_len;
-	struct sp_query_stats st;	/* what `num` says */
+	struct sp_query_stats st;	/* what `t` says */
 	uint64_t cum[OM_NBOUNDS + 1];	/* per bound, not yet cumulative */
-	char *num;			/* number i ends at end[i] (owned) */
-	uint16_t end[OM_NNUMS];
-	bool formatted;
+	struct om_text *t;		/* NULL until formatted */
 };
 
 struct om_cache {
@@ -334,7 +348,7 @@ static void row_free(struct om_row *r)
 {
 	free(r->name);
 	free(r->qlab);
-	free(r->num);
+	text_put(r->t);
 }
 
 void om_cache__free(struct om_cache *c)
@@ -420,7 +434,7 @@ static long cache_row(struct om_cache *c, const char *name, uint32_t pid)
 	r->name = strdup(name);
 	r->pid = pid;
 	/* Its own size: an om_buf starts at 64 KiB. */
-	r->qlab = q.oom ? NULL : malloc(q.len);
+	r->qlab = q.oom || q.len > UINT32_MAX ? NULL : malloc(q.len);
 	r->qlab_len = q.len;
 	if (r->qlab)
 		memcpy(r->qlab, q.p, q.len);
@@ -433,11 +447,13 @@ static long cache_row(struct om_cache *c, const char *name, uint32_t pid)
 	return (long)c->n - 1;
 }
 
-/* The row's numbers as text, unless they are those already written. */
+/* The row's text, made again unless its figures are those it says. */
 static int row_format(struct om_row *e, const struct sp_query_row *r)
 {
 	uint64_t cum[OM_NBOUNDS + 1] = { 0 }, total = 0, sum_ns;
-	char t[OM_NNUMS * OM_NUM_MAX], *num;
+	char t[OM_NNUMS * OM_NUM_MAX];
+	uint16_t end[OM_NNUMS];
+	struct om_text *txt;
 	size_t len = 0;
 	unsigned int j, i;
 	int k;
@@ -450,7 +466,7 @@ static int row_format(struct om_row *e, const struct sp_query_row *r)
 			k++;
 		cum[k] += r->bins[j].count;
 	}
-	if (e->formatted && !memcmp(&e->st, &r->st, sizeof(e->st)) &&
+	if (e->t && !memcmp(&e->st, &r->st, sizeof(e->st)) &&
 	    !memcmp(e->cum, cum, sizeof(cum)))
 		return 0;
 	for (i = 0; i < OM_NCOUNTERS; i++) {
@@ -458,32 +474,35 @@ static int row_format(struct om_row *e, const struct sp_query_row *r)
 
 		len += counters[i].unit ? fmt_secs(t + len, v)
 					: fmt_u64(t + len, v);
-		e->end[i] = (uint16_t)len;
+		end[i] = (uint16_t)len;
 	}
 	for (k = 0; k <= OM_NBOUNDS; k++) {
 		total += cum[k];
 		len += fmt_u64(t + len, total);
-		e->end[OM_NUM_BUCKET + k] = (uint16_t)len;
+		end[OM_NUM_BUCKET + k] = (uint16_t)len;
 	}
 	len += fmt_u64(t + len, total);
-	e->end[OM_NUM_COUNT] = (uint16_t)len;
+	end[OM_NUM_COUNT] = (uint16_t)len;
 	/* Every observation is an invocation's total time: the row's time
 	 * minus its blocked and incremental-load time. */
 	sum_ns = r->st.total_ns - r->st.blocked_ns - r->st.incr_load_ns;
 	if (sum_ns > r->st.total_ns)
 		sum_ns = 0;
 	len += fmt_secs(t + len, sum_ns);
-	e->end[OM_NUM_SUM] = (uint16_t)len;
-	num = realloc(e->num, len);
-	if (!num) {
-		e->formatted = false;
+	end[OM_NUM_SUM] = (uint16_t)len;
+	/* A new text: the old one may be in a snapshot still sent. */
+	txt = malloc(sizeof(*txt) + e->qlab_len + len);
+	if (!txt)
 		return -ENOMEM;
-	}
-	memcpy(num, t, len);
-	e->num = num;
+	txt->refs = 1;
+	txt->qlab_len = (uint32_t)e->qlab_len;
+	memcpy(txt->end, end, sizeof(end));
+	memcpy(txt->data, e->qlab, e->qlab_len);
+	memcpy(txt->data + e->qlab_len, t, len);
+	text_put(e->t);
+	e->t = txt;
 	e->st = r->st;
 	memcpy(e->cum, cum, sizeof(cum));
-	e->formatted = true;
 	return 0;
 }
 
@@ -504,90 +523,277 @@ static int cache_sweep(struct om_cache *c)
 	return slots_rebuild(c, c->nslots);
 }
 
-/* A sample's text is found, per row, at these. */
-struct row_ref {
-	size_t row;			/* in the cache */
-	const struct om_row *e;
-	size_t plab;			/* offset of its process labels */
-	size_t plab_len;
+/*
+ * The text that does not depend on the rows: the families' # HELP/# TYPE
+ * lines and each sample's name up to its labels, and after the labels.
+ * Kept as offsets into one buffer (`fixed`).
+ */
+enum {
+	FX_HDR,				/* + family: OM_NCOUNTERS + 1 of them */
+	FX_PRE = FX_HDR + OM_NCOUNTERS + 1,	/* + counter: "name_total{" */
+	FX_BPRE = FX_PRE + OM_NCOUNTERS,	/* "..._bucket{" */
+	FX_CPRE, FX_SPRE,		/* "..._count{", "..._sum{" */
+	FX_MID,				/* + k: ",le=\"..\"} " */
+	FX_CLOSE = FX_MID + OM_NBOUNDS + 1,	/* "} " */
+	FX_N,
 };
 
-/* name{query="..",pid="..",...MID NUMBER\n */
-static void put_sample(struct om_buf *b, const char *pre, size_t pre_len,
-		       const struct row_ref *r, const char *plab,
-		       const char *mid, size_t mid_len, unsigned int num)
-{
-	size_t n0 = num ? r->e->end[num - 1] : 0;
-	size_t nlen = r->e->end[num] - n0;
-	size_t len = pre_len + r->e->qlab_len + 1 + r->plab_len + mid_len +
-		     nlen + 1;
-	char *o;
+/* The lines a row has in the histogram family: buckets, _count, _sum. */
+#define OM_HIST_LINES (OM_NBOUNDS + 1 + 2)
 
-	if (!grow(b, len))
-		return;
-	o = b->p + b->len;
-	memcpy(o, pre, pre_len);
-	o += pre_len;
-	memcpy(o, r->e->qlab, r->e->qlab_len);
-	o += r->e->qlab_len;
-	*o++ = ',';
-	memcpy(o, plab + r->plab, r->plab_len);
-	o += r->plab_len;
-	memcpy(o, mid, mid_len);
-	o += mid_len;
-	memcpy(o, r->e->num + n0, nlen);
-	o[nlen] = '\n';
-	b->len += len;
+struct om_snap_row {
+	struct om_text *t;
+	uint32_t plab, plab_len;	/* its process labels, in `plab` */
+};
+
+struct om_snapshot {
+	unsigned int refs;
+	size_t nrows;
+	struct om_snap_row *rows;
+	struct om_buf plab;		/* every process's labels */
+	struct om_buf fixed;
+	size_t fx_off[FX_N + 1];	/* piece i: [fx_off[i], fx_off[i + 1]) */
+	struct om_buf tail;		/* --mem, sptrace's own figures, # EOF */
+	size_t len;			/* of the whole exposition */
+};
+
+struct piece {
+	const char *p;
+	size_t n;
+};
+
+static struct piece fx(const struct om_snapshot *sn, unsigned int i)
+{
+	return (struct piece){ sn->fixed.p + sn->fx_off[i],
+			       sn->fx_off[i + 1] - sn->fx_off[i] };
 }
 
-static void write_rows(struct om_buf *b, const struct om_input *in,
-		       const struct row_ref *refs, const char *plab)
+/*
+ * The item at the cursor as pieces (at most 6): a family's header, one
+ * sample line (6 pieces, then a newline), or the tail. 0 past the end. Items in order: per counter,
+ * its header then a line per row; the histogram's header then
+ * OM_HIST_LINES per row; the tail.
+ */
+static unsigned int item_pieces(const struct om_snapshot *sn,
+				const struct om_cursor *c, struct piece *pc)
+{
+	const struct om_snap_row *r;
+	unsigned int num, pre, mid;
+	size_t n0;
+
+	if (c->sect > OM_NCOUNTERS) {
+		if (c->sect > OM_NCOUNTERS + 1)
+			return 0;
+		pc[0] = (struct piece){ sn->tail.p, sn->tail.len };
+		return 1;
+	}
+	if (!c->in_rows) {
+		pc[0] = fx(sn, FX_HDR + c->sect);
+		return 1;
+	}
+	r = &sn->rows[c->row];
+	if (c->sect < OM_NCOUNTERS) {
+		num = c->sect;
+		pre = FX_PRE + c->sect;
+		mid = FX_CLOSE;
+	} else if (c->line <= OM_NBOUNDS) {
+		num = OM_NUM_BUCKET + c->line;
+		pre = FX_BPRE;
+		mid = FX_MID + c->line;
+	} else {
+		num = c->line == OM_NBOUNDS + 1 ? OM_NUM_COUNT : OM_NUM_SUM;
+		pre = num == OM_NUM_COUNT ? FX_CPRE : FX_SPRE;
+		mid = FX_CLOSE;
+	}
+	n0 = num ? r->t->end[num - 1] : 0;
+	pc[0] = fx(sn, pre);
+	pc[1] = (struct piece){ r->t->data, r->t->qlab_len };
+	pc[2] = (struct piece){ ",", 1 };
+	pc[3] = (struct piece){ sn->plab.p + r->plab, r->plab_len };
+	pc[4] = fx(sn, mid);
+	pc[5] = (struct piece){ r->t->data + r->t->qlab_len + n0,
+				r->t->end[num] - n0 };
+	return 6;
+}
+
+static void item_next(const struct om_snapshot *sn, struct om_cursor *c)
+{
+	if (c->sect > OM_NCOUNTERS) {
+		c->sect++;
+		return;
+	}
+	if (!c->in_rows) {
+		c->in_rows = true;
+		c->row = 0;
+		c->line = 0;
+	} else if (c->sect == OM_NCOUNTERS &&
+		   ++c->line < OM_HIST_LINES) {
+		return;
+	} else {
+		c->line = 0;
+		c->row++;
+	}
+	if (c->row >= sn->nrows) {
+		c->sect++;
+		c->in_rows = false;
+		c->row = 0;
+	}
+}
+
+size_t om_snapshot__read(const struct om_snapshot *sn, struct om_cursor *c,
+			 char *buf, size_t max)
+{
+	struct piece pc[6];
+	size_t got = 0, len, skip, k;
+	unsigned int n, i;
+
+	while (got < max && (n = item_pieces(sn, c, pc))) {
+		/* A sample line ends with its number's newline. */
+		bool nl = n == 6;
+
+		for (i = 0, len = nl; i < n; i++)
+			len += pc[i].n;
+		if (!c->off && len <= max - got) {
+			char *o = buf + got;
+
+			for (i = 0; i < n; i++) {
+				memcpy(o, pc[i].p, pc[i].n);
+				o += pc[i].n;
+			}
+			if (nl)
+				*o = '\n';
+			got += len;
+			item_next(sn, c);
+			continue;
+		}
+		/* Cut: what fits of the item from c->off on. */
+		skip = c->off;
+		for (i = 0; i <= n && got < max; i++) {
+			const char *p = i < n ? pc[i].p : "\n";
+			size_t pn = i < n ? pc[i].n : nl;
+
+			if (skip >= pn) {
+				skip -= pn;
+				continue;
+			}
+			k = pn - skip < max - got ? pn - skip : max - got;
+			memcpy(buf + got, p + skip, k);
+			got += k;
+			c->off += k;
+			skip = 0;
+		}
+		if (c->off == len) {
+			c->off = 0;
+			item_next(sn, c);
+		}
+	}
+	c->pos += got;
+	return got;
+}
+
+size_t om_snapshot__len(const struct om_snapshot *sn)
+{
+	return sn->len;
+}
+
+struct om_snapshot *om_snapshot__get(struct om_snapshot *sn)
+{
+	sn->refs++;
+	return sn;
+}
+
+bool om_snapshot__put(struct om_snapshot *sn)
+{
+	size_t i;
+
+	if (!sn || --sn->refs)
+		return false;
+	for (i = 0; i < sn->nrows; i++)
+		text_put(sn->rows[i].t);
+	free(sn->rows);
+	om_buf__free(&sn->plab);
+	om_buf__free(&sn->fixed);
+	om_buf__free(&sn->tail);
+	free(sn);
+	return true;
+}
+
+/* The families' headers and the samples' fixed parts. */
+static void fixed_prepare(struct om_snapshot *sn, const struct om_input *in)
 {
 	static const char *const hname = "sptrace_query_latency_seconds";
-	const struct summary *s = in->s;
-	char pre[96], bpre[96], cpre[96], spre[96];
-	char mid[OM_NBOUNDS + 1][24];
-	size_t pre_len, bpre_len, cpre_len, spre_len;
-	size_t mid_len[OM_NBOUNDS + 1];
-	unsigned int i, c;
+	struct om_buf *b = &sn->fixed;
+	unsigned int c;
 	int k;
 
 	for (c = 0; c < OM_NCOUNTERS; c++) {
+		sn->fx_off[FX_HDR + c] = b->len;
 		family(b, in, counters[c].name, "counter", counters[c].unit,
 		       counters[c].help);
-		pre_len = (size_t)snprintf(pre, sizeof(pre), "%s_total{",
-					   counters[c].name);
-		for (i = 0; i < s->nrows; i++)
-			put_sample(b, pre, pre_len, &refs[i], plab, "} ", 2, c);
 	}
+	sn->fx_off[FX_HDR + OM_NCOUNTERS] = b->len;
 	family(b, in, hname, "histogram", "seconds",
 	       "Latency (total time) of each invocation of the query.");
-	bpre_len = (size_t)snprintf(bpre, sizeof(bpre), "%s_bucket{", hname);
-	cpre_len = (size_t)snprintf(cpre, sizeof(cpre), "%s_count{", hname);
-	spre_len = (size_t)snprintf(spre, sizeof(spre), "%s_sum{", hname);
-	for (k = 0; k <= OM_NBOUNDS; k++)
-		mid_len[k] = (size_t)snprintf(mid[k], sizeof(mid[k]),
-					      ",le=\"%s\"} ",
-					      k < OM_NBOUNDS ? bound_str[k]
-							     : "+Inf");
-	for (i = 0; i < s->nrows; i++) {
-		for (k = 0; k <= OM_NBOUNDS; k++)
-			put_sample(b, bpre, bpre_len, &refs[i], plab, mid[k],
-				   mid_len[k], OM_NUM_BUCKET + (unsigned int)k);
-		put_sample(b, cpre, cpre_len, &refs[i], plab, "} ", 2,
-			   OM_NUM_COUNT);
-		put_sample(b, spre, spre_len, &refs[i], plab, "} ", 2,
-			   OM_NUM_SUM);
+	for (c = 0; c < OM_NCOUNTERS; c++) {
+		sn->fx_off[FX_PRE + c] = b->len;
+		puts_(b, counters[c].name);
+		puts_(b, "_total{");
 	}
+	sn->fx_off[FX_BPRE] = b->len;
+	puts_(b, hname);
+	puts_(b, "_bucket{");
+	sn->fx_off[FX_CPRE] = b->len;
+	puts_(b, hname);
+	puts_(b, "_count{");
+	sn->fx_off[FX_SPRE] = b->len;
+	puts_(b, hname);
+	puts_(b, "_sum{");
+	for (k = 0; k <= OM_NBOUNDS; k++) {
+		sn->fx_off[FX_MID + k] = b->len;
+		puts_(b, ",le=\"");
+		puts_(b, k < OM_NBOUNDS ? bound_str[k] : "+Inf");
+		puts_(b, "\"} ");
+	}
+	sn->fx_off[FX_CLOSE] = b->len;
+	puts_(b, "} ");
+	sn->fx_off[FX_N] = b->len;
 }
 
-/* The rows' pieces, from the cache or made now, and every process's
- * labels once: refs[i] for row i, labels in *plab. */
+/* The snapshot's length, piece by piece as item_pieces() lays it out. */
+static size_t snapshot_len(const struct om_snapshot *sn)
+{
+	size_t len = sn->tail.len, per_row = 0, i;
+	unsigned int c;
+	int k;
+
+	for (c = 0; c <= OM_NCOUNTERS; c++)
+		len += fx(sn, FX_HDR + c).n;
+	/* What every row's lines have besides its own text and labels. */
+	for (c = 0; c < OM_NCOUNTERS; c++)
+		per_row += fx(sn, FX_PRE + c).n + fx(sn, FX_CLOSE).n;
+	for (k = 0; k <= OM_NBOUNDS; k++)
+		per_row += fx(sn, FX_BPRE).n + fx(sn, FX_MID + k).n;
+	per_row += fx(sn, FX_CPRE).n + fx(sn, FX_SPRE).n +
+		   2 * fx(sn, FX_CLOSE).n;
+	for (i = 0; i < sn->nrows; i++) {
+		const struct om_snap_row *r = &sn->rows[i];
+
+		/* Per line: label, ",", process labels, newline. */
+		len += per_row + r->t->end[OM_NNUMS - 1] +
+		       (OM_NCOUNTERS + OM_HIST_LINES) *
+			       ((size_t)r->t->qlab_len + 1 + r->plab_len + 1);
+	}
+	return len;
+}
+
+/* The rows' texts, from the cache or made now, and every process's
+ * labels once, into sn. */
 static int rows_prepare(const struct om_input *in, struct om_cache *c,
-			struct row_ref *refs, struct om_buf *plab)
+			struct om_snapshot *sn)
 {
 	const struct summary *s = in->s;
-	size_t *poff, p;
+	struct om_buf *plab = &sn->plab;
+	size_t *poff, p, at;
 	unsigned int i;
 	long e;
 	int err = 0;
@@ -604,32 +810,35 @@ static int rows_prepare(const struct om_input *in, struct om_cache *c,
 	for (i = 0; !err && i < s->nrows; i++) {
 		const struct sp_query_row *r = &s->rows[i];
 		const struct om_process *op = proc_of(in, r->pid);
+		struct om_snap_row *sr = &sn->rows[i];
 
 		e = cache_row(c, r->name, r->pid);
 		if (e < 0) {
 			err = (int)e;
 			break;
 		}
-		refs[i].row = (size_t)e;
 		if (op) {
 			p = (size_t)(op - in->procs);
-			refs[i].plab = poff[p];
-			refs[i].plab_len = poff[p + 1] - poff[p];
+			at = poff[p];
+			sr->plab_len = (uint32_t)(poff[p + 1] - poff[p]);
 		} else {
 			/* Not among the processes: labels of its own. */
-			refs[i].plab = plab->len;
+			at = plab->len;
 			put_proc_labels(plab, r->pid, NULL);
-			refs[i].plab_len = plab->len - refs[i].plab;
+			sr->plab_len = (uint32_t)(plab->len - at);
 		}
+		sr->plab = (uint32_t)at;
 		c->rows[e].seen = c->gen;
 		err = row_format(&c->rows[e], r);
+		if (err)
+			break;
+		sr->t = c->rows[e].t;
+		sr->t->refs++;
+		sn->nrows = i + 1;
 	}
 	free(poff);
-	if (!err && plab->oom)
+	if (!err && (plab->oom || plab->len > UINT32_MAX))
 		err = -ENOMEM;
-	/* The cache's array has stopped moving. */
-	for (i = 0; !err && i < s->nrows; i++)
-		refs[i].e = &c->rows[refs[i].row];
 	return err;
 }
 
@@ -762,35 +971,65 @@ static void write_mem(struct om_buf *b, const struct om_input *in)
 	}
 }
 
-int openmetrics__write(struct om_buf *b, const struct om_input *in)
+int openmetrics__snapshot(const struct om_input *in,
+			  struct om_snapshot **out)
 {
 	struct om_cache *c = in->cache ? in->cache : om_cache__new();
-	struct row_ref *refs;
-	struct om_buf plab = {};
+	struct om_snapshot *sn;
 	int err;
 
-	refs = calloc(in->s->nrows + 1, sizeof(*refs));
-	if (!c || !refs) {
+	*out = NULL;
+	sn = calloc(1, sizeof(*sn));
+	if (sn) {
+		sn->refs = 1;
+		sn->rows = calloc(in->s->nrows + 1, sizeof(*sn->rows));
+	}
+	if (!c || !sn || !sn->rows) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = rows_prepare(in, c, refs, &plab);
+	err = rows_prepare(in, c, sn);
 	if (err)
 		goto cleanup;
-	write_rows(b, in, refs, plab.p);
+	fixed_prepare(sn, in);
 	if (in->mem)
-		write_mem(b, in);
-	write_health(b, in);
+		write_mem(&sn->tail, in);
+	write_health(&sn->tail, in);
 	if (in->openmetrics)
-		puts_(b, "# EOF\n");
-	err = b->oom ? -ENOMEM : 0;
+		puts_(&sn->tail, "# EOF\n");
+	err = sn->fixed.oom || sn->tail.oom ? -ENOMEM : 0;
+	if (!err)
+		sn->len = snapshot_len(sn);
 cleanup:
 	/* Rows that went (their process evicted, --top) are forgotten. */
 	if (c && !err)
 		err = cache_sweep(c);
 	if (c != in->cache)
-		om_cache__free(c);
-	om_buf__free(&plab);
-	free(refs);
+		om_cache__free(c);	/* the snapshot holds its texts */
+	if (err)
+		om_snapshot__put(sn);
+	else
+		*out = sn;
+	return err;
+}
+
+int openmetrics__write(struct om_buf *b, const struct om_input *in)
+{
+	struct om_cursor cur = {};
+	struct om_snapshot *sn;
+	size_t len;
+	int err;
+
+	err = openmetrics__snapshot(in, &sn);
+	if (err)
+		return err;
+	len = om_snapshot__len(sn);
+	if (grow(b, len)) {
+		b->len += om_snapshot__read(sn, &cur, b->p + b->len, len);
+		err = 0;
+	} else {
+		err = -ENOMEM;
+	}
+	om_snapshot__put(sn);
 	return err;
 }

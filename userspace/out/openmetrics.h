@@ -70,6 +70,41 @@ void om_cache__free(struct om_cache *c);
 
 /* Appends the exposition of `in` to b. 0 or -ENOMEM. */
 int openmetrics__write(struct om_buf *b, const struct om_input *in);
+
+/*
+ * An exposition that is never written whole: the rows' texts (shared
+ * with in->cache and with other snapshots, each kept as long as a
+ * snapshot shows it), the processes' labels and the rest, from which
+ * om_snapshot__read() copies the bytes openmetrics__write() would give,
+ * piece by piece into a caller's buffer. serve sends a scrape from it;
+ * a snapshot stays as it was while the cache renders the next one.
+ * Reference counts are plain: one thread.
+ */
+struct om_snapshot;
+
+/* Where a read of a snapshot stopped: zeroed to start. */
+struct om_cursor {
+	unsigned int sect;		/* family; past them, the tail */
+	bool in_rows;			/* past the family's header */
+	size_t row;
+	unsigned int line;		/* of the row in the histogram */
+	size_t off;			/* bytes of the item already given */
+	uint64_t pos;			/* bytes given */
+};
+
+/* The snapshot of `in` (one reference, the caller's). 0 or -ENOMEM. */
+int openmetrics__snapshot(const struct om_input *in,
+			  struct om_snapshot **out);
+/* Its length in bytes, known before any is read. */
+size_t om_snapshot__len(const struct om_snapshot *sn);
+/* Copies up to max bytes from the cursor on into buf, moves the cursor;
+ * the bytes copied, 0 at the end. */
+size_t om_snapshot__read(const struct om_snapshot *sn, struct om_cursor *c,
+			 char *buf, size_t max);
+struct om_snapshot *om_snapshot__get(struct om_snapshot *sn);
+/* Drops a reference; true if that was the last (it is freed). NULL is a
+ * no-op. */
+bool om_snapshot__put(struct om_snapshot *sn);
 /* The Content-Type of the format written. */
 const char *openmetrics__content_type(bool openmetrics);
 void om_buf__free(struct om_buf *b);
