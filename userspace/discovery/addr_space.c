@@ -107,22 +107,29 @@ static bool known(const struct addr_space *s, const struct proc_mapping *m)
 int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
 {
 	struct proc_maps pm = {};
-	struct addr_space *s;
-	size_t i;
 	int err;
 
 	err = proc_maps__read(pid, &pm);
 	if (err)
 		return err;
+	err = addr_spaces__add_maps(as, pid, &pm);
+	proc_maps__free(&pm);
+	return err;
+}
+
+int addr_spaces__add_maps(struct addr_spaces *as, pid_t pid,
+			  const struct proc_maps *pm)
+{
+	struct addr_space *s;
+	size_t i;
+
 	s = space_get(as, pid, true);
-	if (!s) {
-		proc_maps__free(&pm);
+	if (!s)
 		return -ENOMEM;
-	}
 	/* Snapshots accumulate: a library unmapped later (dlclose) keeps
 	 * naming what it held while it was mapped. */
-	for (i = 0; i < pm.n; i++) {
-		const struct proc_mapping *m = &pm.v[i];
+	for (i = 0; i < pm->n; i++) {
+		const struct proc_mapping *m = &pm->v[i];
 		size_t idx = 0;
 
 		if (!m->path || m->path[0] != '/' || !m->inode)
@@ -131,16 +138,13 @@ int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid)
 			continue;
 		if (file_index(s, m, &idx))
 			continue;	/* unmapped meanwhile, or no access */
-		if (VEC_RESERVE(s->maps, s->maps_cap, s->nmaps + 1)) {
-			proc_maps__free(&pm);
+		if (VEC_RESERVE(s->maps, s->maps_cap, s->nmaps + 1))
 			return -ENOMEM;
-		}
 		s->maps[s->nmaps++] = (struct addr_map){
 			.start = m->start, .end = m->end, .pgoff = m->pgoff,
 			.file = idx,
 		};
 	}
-	proc_maps__free(&pm);
 	return 0;
 }
 

@@ -38,6 +38,10 @@ struct addr_spaces {
 /* Reads pid's mappings into its snapshot, keeping those seen before (a
  * library unmapped since still names its strings). 0 or -errno. */
 int addr_spaces__snapshot(struct addr_spaces *as, pid_t pid);
+struct proc_maps;
+/* The same from pid's mappings already read (pm, /proc/PID/maps). */
+int addr_spaces__add_maps(struct addr_spaces *as, pid_t pid,
+			  const struct proc_maps *pm);
 /* `child` was forked by `parent`: where its own snapshot (if any) cannot
  * name an address, its parent's snapshot does (its address space at fork),
  * before the live process is read. Holds no file open. parent 0: forget it

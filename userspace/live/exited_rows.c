@@ -247,18 +247,15 @@ static bool shares_parent_vm(uint32_t pid)
  * Processes are labelled when first seen; one that ran and exited between
  * two reads would be seen only dead, unlabelled. So the targets are
  * looked for between reads too: -p pids at once, and every
- * 200 ms the processes whose executable is a -b file (one stat of
- * /proc/PID/exe each).
+ * 200 ms the processes whose executable is a -b file (in the session's
+ * last scan of /proc, which has each one's /proc/PID/exe).
  */
 int exited_rows__poll(struct exited_rows *f)
 {
 	const struct session *ss = f->ss;
 	const struct session_opts *o = ss->o;
 	uint64_t now = now_ns();
-	struct dirent *de;
-	struct stat st;
-	char path[64];
-	DIR *d;
+	size_t k;
 	int i;
 
 	if (now < f->next_scan_ns)
@@ -272,30 +269,19 @@ int exited_rows__poll(struct exited_rows *f)
 	 * is labelled at the first read that finds rows of it. */
 	if (!o->nbinaries)
 		return 0;
-	d = opendir("/proc");
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(de->d_name, &end, 10);
+	for (k = 0; k < ss->nscanned; k++) {
+		const struct scan_pid *sp = &ss->scanned[k];
+		uint32_t pid = (uint32_t)sp->pid;
 
-		if (!pid || *end || pid > UINT32_MAX ||
-		    exited_rows__proc(f, (uint32_t)pid))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%lu/exe", pid);
-		if (stat(path, &st))
-			continue;
 		for (i = 0; i < o->nbinaries; i++)
-			if (ss->bin_ids[i].dev == (uint64_t)st.st_dev &&
-			    ss->bin_ids[i].ino == (uint64_t)st.st_ino)
+			if (ss->bin_ids[i].dev == sp->exe_dev &&
+			    ss->bin_ids[i].ino == sp->exe_ino)
 				break;
-		if (i < o->nbinaries && !shares_parent_vm((uint32_t)pid) &&
-		    !proc_get(f, (uint32_t)pid)) {
-			closedir(d);
+		if (i == o->nbinaries || exited_rows__proc(f, pid))
+			continue;
+		if (!shares_parent_vm(pid) && !proc_get(f, pid))
 			return -ENOMEM;
-		}
 	}
-	closedir(d);
 	return 0;
 }
 

@@ -38,6 +38,7 @@
 #include "run_store.h"
 #include "session.h"
 #include "spec_precheck.h"
+#include "vec.h"
 
 /*
  * -p PID[,PID...]: every element a plain decimal number (no sign, no space,
@@ -639,13 +640,60 @@ static void check_replaced(struct session *ss)
 	}
 }
 
-/* Snapshots the address spaces of processes mapping a -b file, at most
- * every 200 ms, so their query names can be read even after they exit. */
+/* A known process's mappings are read again this often (a library it
+ * maps later: names in it, or a -b library dlopen()ed). */
+#define SCAN_RECHECK_NS 1000000000ull
+
+static int scan_pid_cmp(const void *a, const void *b)
+{
+	const struct scan_pid *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Snapshots pid's mappings if it maps a -b file. */
+static void scan_maps(struct session *ss, pid_t pid)
+{
+	const struct session_opts *o = ss->o;
+	struct proc_maps m = {};
+	size_t j;
+	int i;
+
+	if (proc_maps__read((int)pid, &m))
+		return;
+	for (j = 0; j < m.n; j++) {
+		for (i = 0; i < o->nbinaries; i++)
+			if (m.v[j].inode == ss->bin_ids[i].ino &&
+			    makedev(m.v[j].dev_major, m.v[j].dev_minor) ==
+				    ss->bin_ids[i].dev)
+				break;
+		if (i < o->nbinaries)
+			break;
+	}
+	if (j < m.n)
+		addr_spaces__add_maps(&ss->spaces, pid, &m);
+	proc_maps__free(&m);
+}
+
+/*
+ * Snapshots the address spaces of processes mapping a -b file, so their
+ * query names can be read even after they exit. Every 200 ms /proc is
+ * listed, but reading every process's maps that often was 6-8% of serve's
+ * CPU. So the maps of a process are read when it is new to the scan, when
+ * /proc/PID/exe names another file (an exec, or the pid reused), and
+ * otherwise every SCAN_RECHECK_NS (a library mapped later, the -b file
+ * dlopen()ed); one stat per process per scan tells the rest. At the end
+ * (stop_ns set) every process is read once more, as before.
+ */
 static void scan_binaries(struct session *ss)
 {
 	const struct session_opts *o = ss->o;
+	struct scan_pid *next = NULL, *old, key;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	uint64_t now = now_ns();
+	struct stat st;
+	char path[64];
 	DIR *d;
 
 	if (!o->nbinaries || now < ss->next_scan_ns)
@@ -657,28 +705,40 @@ static void scan_binaries(struct session *ss)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		struct proc_maps m = {};
 		long pid;
-		size_t j;
-		int i;
 
 		if (parse_long(de->d_name, 1, INT_MAX, &pid) ||
-		    pid == (long)getpid() || proc_maps__read((int)pid, &m))
+		    pid == (long)getpid())
 			continue;
-		for (j = 0; j < m.n; j++) {
-			for (i = 0; i < o->nbinaries; i++)
-				if (m.v[j].inode == ss->bin_ids[i].ino &&
-				    makedev(m.v[j].dev_major, m.v[j].dev_minor) ==
-					    ss->bin_ids[i].dev)
-					break;
-			if (i < o->nbinaries)
-				break;
+		/* No executable (a kernel thread, a zombie): no maps. */
+		snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+		if (stat(path, &st))
+			continue;
+		if (VEC_RESERVE(next, cap, n + 1))
+			break;	/* the rest at the next scan */
+		key.pid = (pid_t)pid;
+		old = ss->nscanned ? bsearch(&key, ss->scanned, ss->nscanned,
+					     sizeof(key), scan_pid_cmp) : NULL;
+		if (old && old->exe_dev == (uint64_t)st.st_dev &&
+		    old->exe_ino == (uint64_t)st.st_ino &&
+		    now < old->recheck_ns && !ss->stop_ns) {
+			next[n++] = *old;
+			continue;
 		}
-		if (j < m.n)
-			addr_spaces__snapshot(&ss->spaces, (pid_t)pid);
-		proc_maps__free(&m);
+		next[n] = (struct scan_pid){
+			.pid = (pid_t)pid,
+			.exe_dev = st.st_dev, .exe_ino = st.st_ino,
+			.recheck_ns = now + SCAN_RECHECK_NS,
+		};
+		scan_maps(ss, (pid_t)pid);
+		n++;
 	}
 	closedir(d);
+	/* /proc lists pids in order; sorted anyway for the lookups. */
+	qsort(next, n, sizeof(*next), scan_pid_cmp);
+	free(ss->scanned);
+	ss->scanned = next;
+	ss->nscanned = n;
 }
 
 /* CMD's "#!" line, if it is a script (a pyenv shim, a wrapper): its probes
@@ -1131,6 +1191,9 @@ void session__destroy(struct session *ss)
 		ss->providers[i].destroy(ss->providers[i].ctx);
 	ss->nproviders = 0;
 	addr_spaces__free(&ss->spaces);
+	free(ss->scanned);
+	ss->scanned = NULL;
+	ss->nscanned = 0;
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		if (ss->pidfds[i] >= 0)
 			close(ss->pidfds[i]);

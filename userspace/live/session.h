@@ -86,6 +86,13 @@ struct session_provider {
 
 #define SESSION_MAX_PROVIDERS 4
 
+/* -b: a process as the last scan of /proc saw it (session.c). */
+struct scan_pid {
+	pid_t pid;
+	uint64_t exe_dev, exe_ino;	/* what /proc/PID/exe is */
+	uint64_t recheck_ns;		/* its mappings read again from then */
+};
+
 struct session {
 	const struct session_opts *o;
 	struct session_provider providers[SESSION_MAX_PROVIDERS];
@@ -105,6 +112,8 @@ struct session {
 	/* -b: the files traced, to find their processes for names. */
 	struct { uint64_t dev, ino; } bin_ids[SESSION_MAX_PIDS];
 	uint64_t next_scan_ns;
+	struct scan_pid *scanned;	/* every process of the last scan */
+	size_t nscanned;
 	int stop_signal;
 	uint64_t start_ns, stop_ns;	/* CLOCK_MONOTONIC, armed..disarmed */
 	/* Launch mode: the "#!" line when CMD is a script, the program the
