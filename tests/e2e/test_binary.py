@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """-b PATH traces every process that runs (or maps) PATH, including those
-started after sptrace attached, and names their queries."""
+started after sptrace attached or that exec it later, and names their
+queries."""
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ from sptest import SPTRACE, check, eq, finish, require_bpf, rows, tmpfile
 
 GT = os.environ["GT_HOST"]
 LIB = os.path.join(os.path.dirname(GT), "libgthost.so")
+COLD = os.environ["COLD_NAME_HOST"]
 
 
 def trace_binary(path, runs, *extra):
@@ -48,6 +50,29 @@ s = trace_binary(LIB, 2)
 r = rows(s)
 eq(sorted(r), ["lib_query", "warm_lib_query"], "-b library: only the library's queries")
 eq(r.get("lib_query", {}).get("count"), 2 * 2, "-b library: every call")
+
+# A process sptrace's scan of /proc already knew (a shell, 0.6 s) that then
+# execs the -b file: the exec is seen at the next scan (200 ms) and its
+# mappings snapshotted while it lives (0.4 s), so the query name, in a page
+# BPF cannot read, is named after the process exited. Four times: a known
+# process's maps are also read again every second, which alone would catch
+# all four only by chance (about 0.4 ** 4).
+out = tmpfile(".json")
+tracer = subprocess.Popen([SPTRACE, "-b", COLD, "-f", "json", "-o", out],
+                          stderr=subprocess.PIPE, text=True)
+check("tracing" in tracer.stderr.readline(), "-b cold_name: attached")
+for _ in range(4):
+    subprocess.run(["sh", "-c", 'sleep 0.6; exec "$0" 3 400', COLD],
+                   check=True)
+time.sleep(0.3)
+tracer.send_signal(signal.SIGINT)
+eq(tracer.wait(timeout=30), 0, "-b cold_name: SIGINT ends the trace")
+with open(out) as f:
+    r = rows(json.load(f))
+os.unlink(out)
+eq(sorted((n, q.get("count")) for n, q in r.items()), [("cold_query", 12)],
+   "-b: a known process that execs the file: its name read from the "
+   "snapshot of its mappings")
 
 p = subprocess.run([SPTRACE, "-b", "/nonexistent/prog"], capture_output=True, text=True)
 check(p.returncode != 0 and "/nonexistent/prog" in p.stderr, "-b missing file: clear error")
