@@ -276,10 +276,7 @@ static void scrape_done(void *ctx)
 {
 	struct scrape *sc = ctx;
 
-	/* The last scrape of an older exposition: the texts of rows formatted
-	 * since were its alone, freed now amid the heap; their pages go back
-	 * (RSS stays that of one exposition, not of every one a slow scrape
-	 * held). */
+	/* The last scrape of an older exposition: as in metrics(). */
 	if (om_snapshot__put(sc->sn))
 		malloc_trim(0);
 	free(sc);
@@ -294,8 +291,11 @@ static struct serve_body *metrics(void *ctx, bool openmetrics)
 
 	if (!sv->cache[k] || now - sv->cache_ns[k] > SERVE_CACHE_NS) {
 		/* A scrape still sending the old one keeps it (and its rows'
-		 * texts) until it is done. */
-		om_snapshot__put(sv->cache[k]);
+		 * texts) until it is done; else the texts of rows formatted
+		 * since were its alone, freed now amid the heap: their pages
+		 * go back (RSS stays that of one exposition). */
+		if (om_snapshot__put(sv->cache[k]))
+			malloc_trim(0);
 		sv->cache[k] = render(sv, openmetrics);
 		if (!sv->cache[k])
 			return NULL;
