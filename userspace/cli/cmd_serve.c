@@ -276,9 +276,7 @@ static void scrape_done(void *ctx)
 {
 	struct scrape *sc = ctx;
 
-	/* The last scrape of an older exposition: as in metrics(). */
-	if (om_snapshot__put(sc->sn))
-		malloc_trim(0);
+	om_snapshot__put(sc->sn);
 	free(sc);
 }
 
@@ -290,12 +288,9 @@ static struct serve_body *metrics(void *ctx, bool openmetrics)
 	int k = openmetrics;
 
 	if (!sv->cache[k] || now - sv->cache_ns[k] > SERVE_CACHE_NS) {
-		/* A scrape still sending the old one keeps it (and its rows'
-		 * texts) until it is done; else the texts of rows formatted
-		 * since were its alone, freed now amid the heap: their pages
-		 * go back (RSS stays that of one exposition). */
-		if (om_snapshot__put(sv->cache[k]))
-			malloc_trim(0);
+		/* A scrape still sending the old one keeps it (and its
+		 * block of row texts) until it is done. */
+		om_snapshot__put(sv->cache[k]);
 		sv->cache[k] = render(sv, openmetrics);
 		if (!sv->cache[k])
 			return NULL;
@@ -355,10 +350,10 @@ int cmd_serve(int argc, char **argv)
 		session_opts__free(&env.so);
 		return 1;
 	}
-	/* Each scrape in flight has a SERVE_STREAM_BLOCK buffer (MHD's):
-	 * from mmap, so 100 scrapes at once leave no 25 MiB behind in the
-	 * heap (glibc's threshold would rise past it after the first larger
-	 * free). */
+	/* Each scrape in flight has a SERVE_STREAM_BLOCK buffer (MHD's), and
+	 * each exposition kept for one its block of row texts: from mmap, so
+	 * once freed they leave nothing behind in the heap (glibc's threshold
+	 * would rise past them after the first larger free). */
 	mallopt(M_MMAP_THRESHOLD, SERVE_STREAM_BLOCK / 2);
 	sv = calloc(1, sizeof(*sv));
 	if (!sv) {

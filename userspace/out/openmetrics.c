@@ -298,26 +298,66 @@ static uint64_t field_of(const struct sp_query_stats *st, enum field f)
 }
 
 /*
- * A row's text: its escaped `query` label and its numbers as text, made
- * once per change of its figures and never written again. With 10,000
- * rows most of an exposition is copying these. The cache holds the
- * row's current text, and every snapshot that shows the row holds the
- * text it showed: a row formatted again while a scrape still sends an
- * older snapshot gets a new text, the old one stays until that scrape
- * ends (refs; serve's one thread, no atomics).
+ * A row's text: its escaped `query` label and its numbers as text. With
+ * 10,000 rows most of an exposition is copying these, and formatting them
+ * is most of a render: a row's numbers are formatted again only when its
+ * figures changed, else its last text is copied.
+ *
+ * Every write puts the texts of all its rows into one new block, a
+ * generation (om_gen), never written again: the cache's rows point into
+ * the last one, and each snapshot holds the one it was made with. A
+ * scrape still sending an older snapshot keeps that block whole while
+ * later writes make new ones; the block goes when its last holder does,
+ * in one free (one mapping, for 10,000 rows), so a burst of slow scrapes
+ * leaves no texts scattered in the heap. Copying an unchanged text costs
+ * less than formatting it. Reference counts are plain: serve's one
+ * thread.
  */
 struct om_text {
-	unsigned int refs;
 	uint32_t qlab_len;		/* data starts with query="..." */
 	uint16_t end[OM_NNUMS];		/* number i ends at data[qlab_len +
 					 * end[i]] */
 	char data[];
 };
 
-static void text_put(struct om_text *t)
+struct om_gen {
+	unsigned int refs;
+	char *p;
+	size_t len, cap;
+};
+
+static void gen_put(struct om_gen *g)
 {
-	if (t && !--t->refs)
-		free(t);
+	if (g && !--g->refs) {
+		free(g->p);
+		free(g);
+	}
+}
+
+static const struct om_text *text_at(const struct om_gen *g, size_t off)
+{
+	return (const struct om_text *)(const void *)(g->p + off);
+}
+
+/* Room for a text of len bytes at the end of g (aligned for om_text);
+ * its offset, or -ENOMEM. */
+static long gen_alloc(struct om_gen *g, size_t len)
+{
+	size_t off = (g->len + 3) & ~(size_t)3, cap;
+	char *p;
+
+	if (off + len > g->cap) {
+		cap = g->cap ? 2 * g->cap : 65536;
+		while (cap < off + len)
+			cap *= 2;
+		p = realloc(g->p, cap);
+		if (!p)
+			return -ENOMEM;
+		g->p = p;
+		g->cap = cap;
+	}
+	g->len = off + len;
+	return (long)off;
 }
 
 struct om_row {
@@ -326,9 +366,10 @@ struct om_row {
 	uint32_t seen;			/* the last write that had it */
 	char *qlab;			/* query="..." (owned) */
 	size_t qlab_len;
-	struct sp_query_stats st;	/* what `t` says */
+	struct sp_query_stats st;	/* what its text says */
 	uint64_t cum[OM_NBOUNDS + 1];	/* per bound, not yet cumulative */
-	struct om_text *t;		/* NULL until formatted */
+	bool formatted;			/* it has a text, in the cache's block */
+	size_t toff;			/* where */
 };
 
 struct om_cache {
@@ -337,6 +378,7 @@ struct om_cache {
 	uint32_t *slots;		/* (name, pid) -> row + 1 */
 	size_t nslots;			/* a power of two, >= 2 * cap */
 	uint32_t gen;
+	struct om_gen *texts;		/* the last write's texts, or NULL */
 };
 
 struct om_cache *om_cache__new(void)
@@ -348,7 +390,6 @@ static void row_free(struct om_row *r)
 {
 	free(r->name);
 	free(r->qlab);
-	text_put(r->t);
 }
 
 void om_cache__free(struct om_cache *c)
@@ -361,6 +402,7 @@ void om_cache__free(struct om_cache *c)
 		row_free(&c->rows[i]);
 	free(c->rows);
 	free(c->slots);
+	gen_put(c->texts);
 	free(c);
 }
 
@@ -447,8 +489,10 @@ static long cache_row(struct om_cache *c, const char *name, uint32_t pid)
 	return (long)c->n - 1;
 }
 
-/* The row's text, made again unless its figures are those it says. */
-static int row_format(struct om_row *e, const struct sp_query_row *r)
+/* The row's text into the new block g: copied from the cache's block
+ * (old), or made again if its figures are not those it says. */
+static int row_format(struct om_row *e, const struct sp_query_row *r,
+		      const struct om_gen *old, struct om_gen *g)
 {
 	uint64_t cum[OM_NBOUNDS + 1] = { 0 }, total = 0, sum_ns;
 	char t[OM_NNUMS * OM_NUM_MAX];
@@ -456,6 +500,7 @@ static int row_format(struct om_row *e, const struct sp_query_row *r)
 	struct om_text *txt;
 	size_t len = 0;
 	unsigned int j, i;
+	long off;
 	int k;
 
 	for (j = 0, k = 0; j < r->nbins; j++) {
@@ -466,9 +511,18 @@ static int row_format(struct om_row *e, const struct sp_query_row *r)
 			k++;
 		cum[k] += r->bins[j].count;
 	}
-	if (e->t && !memcmp(&e->st, &r->st, sizeof(e->st)) &&
-	    !memcmp(e->cum, cum, sizeof(cum)))
+	if (e->formatted && old && !memcmp(&e->st, &r->st, sizeof(e->st)) &&
+	    !memcmp(e->cum, cum, sizeof(cum))) {
+		const struct om_text *was = text_at(old, e->toff);
+
+		len = sizeof(*was) + was->qlab_len + was->end[OM_NNUMS - 1];
+		off = gen_alloc(g, len);
+		if (off < 0)
+			return (int)off;
+		memcpy(g->p + off, was, len);
+		e->toff = (size_t)off;
 		return 0;
+	}
 	for (i = 0; i < OM_NCOUNTERS; i++) {
 		uint64_t v = field_of(&r->st, counters[i].f);
 
@@ -490,17 +544,16 @@ static int row_format(struct om_row *e, const struct sp_query_row *r)
 		sum_ns = 0;
 	len += fmt_secs(t + len, sum_ns);
 	end[OM_NUM_SUM] = (uint16_t)len;
-	/* A new text: the old one may be in a snapshot still sent. */
-	txt = malloc(sizeof(*txt) + e->qlab_len + len);
-	if (!txt)
-		return -ENOMEM;
-	txt->refs = 1;
+	off = gen_alloc(g, sizeof(*txt) + e->qlab_len + len);
+	if (off < 0)
+		return (int)off;
+	txt = (struct om_text *)(void *)(g->p + off);
 	txt->qlab_len = (uint32_t)e->qlab_len;
 	memcpy(txt->end, end, sizeof(end));
 	memcpy(txt->data, e->qlab, e->qlab_len);
 	memcpy(txt->data + e->qlab_len, t, len);
-	text_put(e->t);
-	e->t = txt;
+	e->toff = (size_t)off;
+	e->formatted = true;
 	e->st = r->st;
 	memcpy(e->cum, cum, sizeof(cum));
 	return 0;
@@ -542,7 +595,7 @@ enum {
 #define OM_HIST_LINES (OM_NBOUNDS + 1 + 2)
 
 struct om_snap_row {
-	struct om_text *t;
+	size_t toff;			/* its text, in `texts` */
 	uint32_t plab, plab_len;	/* its process labels, in `plab` */
 };
 
@@ -550,6 +603,7 @@ struct om_snapshot {
 	unsigned int refs;
 	size_t nrows;
 	struct om_snap_row *rows;
+	struct om_gen *texts;
 	struct om_buf plab;		/* every process's labels */
 	struct om_buf fixed;
 	size_t fx_off[FX_N + 1];	/* piece i: [fx_off[i], fx_off[i + 1]) */
@@ -578,6 +632,7 @@ static unsigned int item_pieces(const struct om_snapshot *sn,
 				const struct om_cursor *c, struct piece *pc)
 {
 	const struct om_snap_row *r;
+	const struct om_text *t;
 	unsigned int num, pre, mid;
 	size_t n0;
 
@@ -592,6 +647,7 @@ static unsigned int item_pieces(const struct om_snapshot *sn,
 		return 1;
 	}
 	r = &sn->rows[c->row];
+	t = text_at(sn->texts, r->toff);
 	if (c->sect < OM_NCOUNTERS) {
 		num = c->sect;
 		pre = FX_PRE + c->sect;
@@ -605,14 +661,14 @@ static unsigned int item_pieces(const struct om_snapshot *sn,
 		pre = num == OM_NUM_COUNT ? FX_CPRE : FX_SPRE;
 		mid = FX_CLOSE;
 	}
-	n0 = num ? r->t->end[num - 1] : 0;
+	n0 = num ? t->end[num - 1] : 0;
 	pc[0] = fx(sn, pre);
-	pc[1] = (struct piece){ r->t->data, r->t->qlab_len };
+	pc[1] = (struct piece){ t->data, t->qlab_len };
 	pc[2] = (struct piece){ ",", 1 };
 	pc[3] = (struct piece){ sn->plab.p + r->plab, r->plab_len };
 	pc[4] = fx(sn, mid);
-	pc[5] = (struct piece){ r->t->data + r->t->qlab_len + n0,
-				r->t->end[num] - n0 };
+	pc[5] = (struct piece){ t->data + t->qlab_len + n0,
+				t->end[num] - n0 };
 	return 6;
 }
 
@@ -704,12 +760,9 @@ struct om_snapshot *om_snapshot__get(struct om_snapshot *sn)
 
 bool om_snapshot__put(struct om_snapshot *sn)
 {
-	size_t i;
-
 	if (!sn || --sn->refs)
 		return false;
-	for (i = 0; i < sn->nrows; i++)
-		text_put(sn->rows[i].t);
+	gen_put(sn->texts);
 	free(sn->rows);
 	om_buf__free(&sn->plab);
 	om_buf__free(&sn->fixed);
@@ -777,11 +830,12 @@ static size_t snapshot_len(const struct om_snapshot *sn)
 		   2 * fx(sn, FX_CLOSE).n;
 	for (i = 0; i < sn->nrows; i++) {
 		const struct om_snap_row *r = &sn->rows[i];
+		const struct om_text *t = text_at(sn->texts, r->toff);
 
 		/* Per line: label, ",", process labels, newline. */
-		len += per_row + r->t->end[OM_NNUMS - 1] +
+		len += per_row + t->end[OM_NNUMS - 1] +
 		       (OM_NCOUNTERS + OM_HIST_LINES) *
-			       ((size_t)r->t->qlab_len + 1 + r->plab_len + 1);
+			       ((size_t)t->qlab_len + 1 + r->plab_len + 1);
 	}
 	return len;
 }
@@ -793,15 +847,27 @@ static int rows_prepare(const struct om_input *in, struct om_cache *c,
 {
 	const struct summary *s = in->s;
 	struct om_buf *plab = &sn->plab;
-	size_t *poff, p, at;
-	unsigned int i;
+	struct om_gen *g;
+	size_t *poff, p, at, i;
 	long e;
 	int err = 0;
 
 	c->gen++;
+	g = calloc(1, sizeof(*g));
 	poff = calloc(in->nprocs + 1, sizeof(*poff));
-	if (!poff)
+	if (!g || !poff) {
+		free(g);
+		free(poff);
 		return -ENOMEM;
+	}
+	g->refs = 1;
+	/* About the last block's size: no copies while it fills. */
+	if (c->texts && c->texts->len) {
+		g->cap = c->texts->len + c->texts->len / 8;
+		g->p = malloc(g->cap);
+		if (!g->p)
+			g->cap = 0;
+	}
 	for (p = 0; p < in->nprocs; p++) {
 		poff[p] = plab->len;
 		put_proc_labels(plab, in->procs[p].pid, &in->procs[p]);
@@ -828,17 +894,31 @@ static int rows_prepare(const struct om_input *in, struct om_cache *c,
 			sr->plab_len = (uint32_t)(plab->len - at);
 		}
 		sr->plab = (uint32_t)at;
-		c->rows[e].seen = c->gen;
-		err = row_format(&c->rows[e], r);
-		if (err)
-			break;
-		sr->t = c->rows[e].t;
-		sr->t->refs++;
+		/* A row twice in one write keeps the text it got first. */
+		if (c->rows[e].seen != c->gen) {
+			c->rows[e].seen = c->gen;
+			err = row_format(&c->rows[e], r, c->texts, g);
+			if (err)
+				break;
+		}
+		sr->toff = c->rows[e].toff;
 		sn->nrows = i + 1;
 	}
 	free(poff);
 	if (!err && (plab->oom || plab->len > UINT32_MAX))
 		err = -ENOMEM;
+	if (err) {
+		/* Rows moved to g already: every row is formatted anew. */
+		for (i = 0; i < c->n; i++)
+			c->rows[i].formatted = false;
+		gen_put(g);
+		g = NULL;
+	}
+	gen_put(c->texts);
+	c->texts = g;
+	sn->texts = g;
+	if (g)
+		g->refs++;
 	return err;
 }
 

@@ -72,9 +72,9 @@ void om_cache__free(struct om_cache *c);
 int openmetrics__write(struct om_buf *b, const struct om_input *in);
 
 /*
- * An exposition that is never written whole: the rows' texts (shared
- * with in->cache and with other snapshots, each kept as long as a
- * snapshot shows it), the processes' labels and the rest, from which
+ * An exposition that is never written whole: the rows' texts (one block
+ * per write, shared with in->cache until the next write, kept as long as
+ * a snapshot holds it), the processes' labels and the rest, from which
  * om_snapshot__read() copies the bytes openmetrics__write() would give,
  * piece by piece into a caller's buffer. serve sends a scrape from it;
  * a snapshot stays as it was while the cache renders the next one.
