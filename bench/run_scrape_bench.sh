@@ -16,7 +16,11 @@
 #     at once by a warm scrape (the same body from the cache: sending
 #     only), the floor of that moment; the body size, and serve's own
 #     figure of the map read (sptrace_read_duration_seconds);
-#   - 100 concurrent scrapes: wall time for all of them;
+#   - 100 concurrent scrapes: wall time for all of them, and serve's CPU
+#     time for them (each scrape is sent from the same exposition);
+#   - serve's CPU time over 4 s without scrapes (its loop, and its look
+#     for processes of the -b file every 200 ms), right after a scrape so
+#     that no 5 s housekeeping read falls in it;
 #   - serve's VmRSS before the scrapes, after them, and after another
 #     N cold scrapes (steady: it must not grow with the number of scrapes).
 #
@@ -116,6 +120,10 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 
 rss0=$(rss)
 load0=$(load)
+curl -s -o /dev/null "$url"
+i0=$(cpu_ns)
+sleep 4
+i1=$(cpu_ns)
 cold >"$tmp/t1"
 rss1=$(rss)
 sleep 0.6
@@ -125,7 +133,9 @@ lines=$(wc -l <"$tmp/body")
 read_s=$(awk '/^sptrace_read_duration_seconds / { print $2 * 1000 }' "$tmp/body")
 sleep 0.6
 t0=$(date +%s.%N)
+c0=$(cpu_ns)
 seq 100 | xargs -P 100 -I{} curl -s -o /dev/null -w '%{http_code}\n' "$url" >"$tmp/codes" || true	# a failed curl: counted below
+c1=$(cpu_ns)
 t1=$(date +%s.%N)
 ok=$(grep -c '^200$' "$tmp/codes" || true)
 cold >"$tmp/t2"
@@ -159,7 +169,8 @@ printf '  %-40s %s\n' "cold scrape, wall, whole" "$(stats 2 <"$tmp/t1")"
 printf '  %-40s %s\n' "  first byte (read + render)" "$(stats 1 <"$tmp/t1")"
 printf '  %-40s %s\n' "  reading the maps (last scrape)" "$read_s ms"
 printf '  %-40s %s\n' "warm scrape right after (sending only)" "$(stats 4 <"$tmp/w1") over $(wc -l <"$tmp/w1"), serve's CPU $(stats 5 <"$tmp/w1")"
-printf '  %-40s %s\n' "100 concurrent scrapes" "$ok of 100 answered 200, all in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms"
+printf '  %-40s %s\n' "100 concurrent scrapes" "$ok of 100 answered 200, all in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms, serve's CPU $(( (c1 - c0) / 1000000 )) ms"
+printf '  %-40s %s\n' "no scrapes for 4 s: serve's CPU" "$(( (i1 - i0) / 1000000 )) ms"
 printf '  %-40s %s\n' "cold scrape later: serve's CPU time" "$(stats 3 <"$tmp/t2") over $N"
 printf '  %-40s %s\n' "  wall, whole" "$(stats 2 <"$tmp/t2")"
 printf '  %-40s %s\n' "serve VmRSS" "$rss0 kB before, $rss1 kB after $N scrapes, $rss2 kB after $((2 * N + 100))"
