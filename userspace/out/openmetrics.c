@@ -20,6 +20,7 @@
 #include "mem_report.h"
 #include "openmetrics.h"
 #include "text.h"
+#include "vec.h"
 
 const uint64_t om_bounds_ns[OM_NBOUNDS] = {
 	1000, 2000, 5000, 10000, 20000, 50000,
@@ -343,19 +344,10 @@ static const struct om_text *text_at(const struct om_gen *g, size_t off)
  * its offset, or -ENOMEM. */
 static long gen_alloc(struct om_gen *g, size_t len)
 {
-	size_t off = (g->len + 3) & ~(size_t)3, cap;
-	char *p;
+	size_t off = (g->len + 3) & ~(size_t)3;
 
-	if (off + len > g->cap) {
-		cap = g->cap ? 2 * g->cap : 65536;
-		while (cap < off + len)
-			cap *= 2;
-		p = realloc(g->p, cap);
-		if (!p)
-			return -ENOMEM;
-		g->p = p;
-		g->cap = cap;
-	}
+	if (VEC_RESERVE_MIN(g->p, g->cap, off + len, 65536))
+		return -ENOMEM;
 	g->len = off + len;
 	return (long)off;
 }
