@@ -42,6 +42,11 @@ struct name_entry {
 	char *str;
 	uint32_t seen;			/* the read that last counted it */
 	bool unresolved;		/* neither BPF nor we could read it */
+	/* Its row in the summary of read `row_read` (set by the `queries`
+	 * entry, so the `hist` entries of the row skip the summary's
+	 * lookup by name: a scrape of 10,000 rows meets ~25,000 of them). */
+	uint32_t row_read;
+	uint32_t row;
 };
 
 /* An open-addressing hash of (tgid, name address). */
@@ -136,6 +141,7 @@ static struct name_entry *name_insert(struct query_names *c,
 	e->str = str;
 	e->seen = 0;
 	e->unresolved = false;
+	e->row_read = 0;	/* no read is 0: names->read counts from 1 */
 	c->n++;
 	return e;
 }
@@ -341,12 +347,14 @@ static int load_names(int fd, const struct addr_spaces *as,
 
 static const char *name_of(struct name_table *t,
 			   const struct addr_spaces *as, __u32 tgid,
-			   __u64 name, char *fallback, size_t len)
+			   __u64 name, char *fallback, size_t len,
+			   struct name_entry **entry)
 {
 	struct sp_query_key key = { .name = name, .tgid = tgid };
 	struct name_entry *e;
 	struct sp_name val;
 
+	*entry = NULL;
 	if (name & (SP_FUNC_TAG | SP_SPEC_TAG)) {
 		if (t->tag_name(t->tag_ctx, name, fallback, len))
 			return name & SP_FUNC_TAG ? "<unknown function>"
@@ -377,6 +385,7 @@ static const char *name_of(struct name_table *t,
 		if (e->unresolved && e->seen != t->c->read)
 			t->unresolved++;
 		e->seen = t->c->read;
+		*entry = e;
 		return e->str;
 	}
 	/* The names map was full when this row appeared. */
@@ -400,7 +409,8 @@ static int add_query(void *ctx, const void *k, const void *v)
 	char fallback[2 * SP_SPEC_NAME_LEN];
 	struct sp_query_stats sum;
 	struct sp_query_key key;
-	int i;
+	struct name_entry *e;
+	int i, row;
 
 	memcpy(&key, k, sizeof(key));
 	memset(&sum, 0, sizeof(sum));
@@ -420,10 +430,16 @@ static int add_query(void *ctx, const void *k, const void *v)
 		sum.blocked_count += q->blocked_count;
 		sum.blocked_ns += q->blocked_ns;
 	}
-	return summary__add_stats_pid(c->s, name_of(c->t, c->as, key.tgid,
-						   key.name, fallback,
-						   sizeof(fallback)),
-				      key.tgid, &sum);
+	row = summary__row_index(c->s, name_of(c->t, c->as, key.tgid, key.name,
+					       fallback, sizeof(fallback), &e),
+				 key.tgid);
+	if (row < 0)
+		return row;
+	if (e) {
+		e->row_read = c->t->c->read;
+		e->row = (uint32_t)row;
+	}
+	return summary__add_stats_at(c->s, (unsigned int)row, &sum);
 }
 
 static int add_hist(void *ctx, const void *k, const void *v)
@@ -431,6 +447,7 @@ static int add_hist(void *ctx, const void *k, const void *v)
 	struct rows_ctx *c = ctx;
 	char fallback[2 * SP_SPEC_NAME_LEN];
 	struct sp_hist_key key;
+	struct name_entry *e;
 	__u64 sum = 0, x;
 	int i;
 
@@ -441,9 +458,17 @@ static int add_hist(void *ctx, const void *k, const void *v)
 	}
 	if (!sum)
 		return 0;
+	if (!(key.name & (SP_FUNC_TAG | SP_SPEC_TAG))) {
+		e = name_find(c->t->c, key.tgid, key.name);
+		if (e && e->row_read == c->t->c->read)
+			return summary__add_hist_at(c->s, e->row, key.bucket,
+						    sum);
+	}
+	/* A bucket of a row the `queries` read did not meet (created
+	 * since, or that map was full). */
 	return summary__add_hist_pid(c->s, name_of(c->t, c->as, key.tgid,
 						  key.name, fallback,
-						  sizeof(fallback)),
+						  sizeof(fallback), &e),
 				     key.tgid, key.bucket, sum);
 }
 

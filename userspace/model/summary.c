@@ -239,18 +239,36 @@ int summary__add_stats(struct summary *s, const char *name,
 	return summary__add_stats_pid(s, name, 0, st);
 }
 
-int summary__add_stats_pid(struct summary *s, const char *name, uint32_t pid,
-			   const struct sp_query_stats *st)
+int summary__row_index(struct summary *s, const char *name, uint32_t pid)
 {
-	struct sp_query_stats *q;
 	struct sp_query_row *r;
 
-	if (!name || !st)
+	if (!name)
 		return -EINVAL;
 	r = summary__row(s, name, pid);
 	if (!r)
 		return -ENOMEM;
-	q = &r->st;
+	return (int)(r - s->rows);
+}
+
+int summary__add_stats_pid(struct summary *s, const char *name, uint32_t pid,
+			   const struct sp_query_stats *st)
+{
+	int row = summary__row_index(s, name, pid);
+
+	if (row < 0)
+		return row;
+	return summary__add_stats_at(s, (unsigned int)row, st);
+}
+
+int summary__add_stats_at(struct summary *s, unsigned int row,
+			  const struct sp_query_stats *st)
+{
+	struct sp_query_stats *q;
+
+	if (!st || row >= s->nrows)
+		return -EINVAL;
+	q = &s->rows[row].st;
 	/* min_ns means nothing in a source row that completed nothing. */
 	if (st->count && (!q->count || st->min_ns < q->min_ns))
 		q->min_ns = st->min_ns;
@@ -316,14 +334,25 @@ int summary__add_hist(struct summary *s, const char *name, uint32_t bucket,
 int summary__add_hist_pid(struct summary *s, const char *name, uint32_t pid,
 			  uint32_t bucket, uint64_t count)
 {
+	int row;
+
+	if (bucket >= SP_HIST_BUCKETS)
+		return -EINVAL;
+	row = summary__row_index(s, name, pid);
+	if (row < 0)
+		return row;
+	return summary__add_hist_at(s, (unsigned int)row, bucket, count);
+}
+
+int summary__add_hist_at(struct summary *s, unsigned int row, uint32_t bucket,
+			 uint64_t count)
+{
 	struct sp_query_row *r;
 	unsigned int at;
 
-	if (!name || bucket >= SP_HIST_BUCKETS)
+	if (bucket >= SP_HIST_BUCKETS || row >= s->nrows)
 		return -EINVAL;
-	r = summary__row(s, name, pid);
-	if (!r)
-		return -ENOMEM;
+	r = &s->rows[row];
 	s->finished = false;
 	/* An empty bin would only make the writers print a zero. */
 	if (!count)

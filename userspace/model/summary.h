@@ -79,6 +79,15 @@ int summary__add_stats_pid(struct summary *s, const char *name, uint32_t pid,
 			   const struct sp_query_stats *st);
 int summary__add_hist_pid(struct summary *s, const char *name, uint32_t pid,
 			  uint32_t bucket, uint64_t count);
+/* The index in s->rows of row (name, pid), created empty on first use
+ * (or -errno); it stays that row's until the rows are sorted or folded.
+ * The _at variants add to a row found so: a reader that meets one row
+ * many times (a histogram bucket per map entry) finds it once. */
+int summary__row_index(struct summary *s, const char *name, uint32_t pid);
+int summary__add_stats_at(struct summary *s, unsigned int row,
+			  const struct sp_query_stats *st);
+int summary__add_hist_at(struct summary *s, unsigned int row, uint32_t bucket,
+			 uint64_t count);
 
 /* Sets (replaces) the title of process `pid`. 0 or -ENOMEM. */
 int summary__set_title(struct summary *s, uint32_t pid, const char *title);
