@@ -103,7 +103,9 @@
  *  - A record is reserved (seq bumped) before it is written and committed
  *    last (`commit` = its sequence number + 1): a signal handler whose
  *    probes run in the middle of an append takes the next slot, and the
- *    tracer stops draining at the first uncommitted record.
+ *    tracer stops draining at the first uncommitted record. A handler whose
+ *    probes run while the thread sets up (or restarts) its ring fires their
+ *    per-event sites, as an exiting thread's do.
  *  - The flush site is a 1-byte nop (an int3 trap, ~1 us), not the nop5
  *    the kernel turns into a call: Linux 6.18 does not copy that call's
  *    trampoline page into a forked child, whose copy of the patched site
@@ -379,6 +381,10 @@ __attribute__((weak, visibility("hidden"))) unsigned int sp__batch_key;
 __attribute__((weak, visibility("hidden"))) int sp__batch_key_state;
 /* In TLS once the thread's ring is gone: probes fire per-event sites. */
 #define SP__BATCH_GONE ((struct sp__batch *)1)
+/* In TLS while the thread sets its ring up (or restarts it): a signal
+ * handler's probe fires its per-event site rather than touch a ring whose
+ * setup it interrupted. */
+#define SP__BATCH_SETUP ((struct sp__batch *)2)
 #define SP__BATCH_KEYS_FREE 32	/* glibc's keys without malloc'ed storage */
 
 /* libc's functions under private names: no header, no feature macro, and
@@ -519,12 +525,22 @@ sp__batch_start(struct sp__batch *b, void *me)
 /* The calling thread's ring: its own (restarted if a fork wiped it), a new
  * mapping whose key destructor unmaps it, or, without a key, one from the
  * list (a dead thread's left in this TLS slot) or a new one put there.
- * NULL if none can be had, or the thread is exiting: the caller fires the
- * per-event site. Async-signal-safe: no lock, no malloc. */
+ * NULL if none can be had, or the thread is exiting or in the middle of
+ * this very setup (a signal handler's probe): the caller fires the
+ * per-event site. Async-signal-safe: no lock, no malloc.
+ *
+ * TLS holds SP__BATCH_SETUP for the whole setup, claimed from the value the
+ * caller saw: a restart (seq and flushed to 0) must never run over records
+ * a signal handler's probes appended meanwhile. Before, a handler that ran
+ * between the caller's look at TLS (empty) and this function's made a ring
+ * and appended to it, and this function took that live ring for one wiped
+ * by a fork and restarted it: the handler's undrained records were lost and
+ * the caller's first record was not drained (a CI run of e2e_batch's
+ * signal test under ASan: 1 work pair and 2 handler pairs lost). */
 static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 {
 	void *me = (void *)&sp__batch_tls;
-	struct sp__batch *b = sp__batch_tls, *head, *cur;
+	struct sp__batch *b = sp__batch_tls, *head;
 	void *none;
 
 	/* sp:tsc: its semaphore asks for TSC stamps (see sp__stamp()); its
@@ -533,58 +549,68 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 	 * without batching. Keep it first, before any return. */
 	__asm__ __volatile__(SP__NOP_FLUSH SP__NOTE(tsc, "") : : : "memory");
 
-	if (b == SP__BATCH_GONE)
+	if (b == SP__BATCH_GONE || b == SP__BATCH_SETUP)
 		return 0;
+	/* Made by a signal handler after the caller looked: use it. */
+	if (b && b->magic == SP__BATCH_MAGIC)
+		return b;
+	/* A handler can change TLS only by completing a setup of its own
+	 * before this CAS: then that ring is the thread's. */
+	if (!__atomic_compare_exchange_n(&sp__batch_tls, &b, SP__BATCH_SETUP, 0,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return b == SP__BATCH_GONE || b == SP__BATCH_SETUP ? 0 : b;
+	__asm__ __volatile__("" ::: "memory");
 	if (b) {
 		/* Ours, wiped by a fork: the child's only thread restarts it
 		 * (busy too: the wipe may have cut an append short). */
 		sp__batch_start(b, me);
-		return b;
-	}
-	if (sp__batch_key_ready()) {
+	} else if (sp__batch_key_ready()) {
 		/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
 		b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22, -1, 0);
-		if (b == (struct sp__batch *)-1)
-			return 0;
-		(void)sp__madvise(b, sizeof(*b), 18 /* MADV_WIPEONFORK */);
-		sp__batch_start(b, me);
-		/* A signal handler's probe may have made one meanwhile. */
-		cur = 0;
-		if (!__atomic_compare_exchange_n(&sp__batch_tls, &cur, b, 0,
-						 __ATOMIC_RELAXED,
-						 __ATOMIC_RELAXED)) {
-			(void)sp__munmap(b, sizeof(*b));
-			return cur == SP__BATCH_GONE ? 0 : cur;
+		if (b == (struct sp__batch *)-1) {
+			b = 0;
+		} else {
+			(void)sp__madvise(b, sizeof(*b), 18 /* MADV_WIPEONFORK */);
+			sp__batch_start(b, me);
+			if (sp__setspecific(sp__batch_key, b)) {
+				/* Cannot happen below key 32; if it did,
+				 * keep the ring (never unmapped) rather than
+				 * lose events. */
+			}
 		}
-		if (sp__setspecific(sp__batch_key, b)) {
-			/* Cannot happen below key 32; if it did, keep the
-			 * ring (never unmapped) rather than lose events. */
+	} else {
+		for (b = sp__batch_list; b; b = b->next) {
+			none = 0;
+			if (b->owner == me ||
+			    (!b->owner &&
+			     __atomic_compare_exchange_n(&b->owner, &none, me, 0,
+							 __ATOMIC_ACQ_REL,
+							 __ATOMIC_RELAXED)))
+				break;
 		}
-		return b;
+		if (!b) {
+			b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22,
+							 -1, 0);
+			if (b != (struct sp__batch *)-1) {
+				(void)sp__madvise(b, sizeof(*b),
+						  18 /* MADV_WIPEONFORK */);
+				b->owner = me;
+				head = sp__batch_list;
+				do
+					b->next = head;
+				while (!__atomic_compare_exchange_n(&sp__batch_list,
+								    &head, b, 0,
+								    __ATOMIC_RELEASE,
+								    __ATOMIC_RELAXED));
+			} else {
+				b = 0;
+			}
+		}
+		if (b)
+			sp__batch_start(b, me);
 	}
-	for (b = sp__batch_list; b; b = b->next) {
-		none = 0;
-		if (b->owner == me ||
-		    (!b->owner && __atomic_compare_exchange_n(&b->owner, &none, me, 0,
-							      __ATOMIC_ACQ_REL,
-							      __ATOMIC_RELAXED)))
-			break;
-	}
-	if (!b) {
-		b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22, -1, 0);
-		if (b == (struct sp__batch *)-1)
-			return 0;
-		(void)sp__madvise(b, sizeof(*b), 18 /* MADV_WIPEONFORK */);
-		b->owner = me;
-		head = sp__batch_list;
-		do
-			b->next = head;
-		while (!__atomic_compare_exchange_n(&sp__batch_list, &head, b, 0,
-						    __ATOMIC_RELEASE,
-						    __ATOMIC_RELAXED));
-	}
-	sp__batch_start(b, me);
-	sp__batch_tls = b;
+	__asm__ __volatile__("" ::: "memory");
+	sp__batch_tls = b;	/* NULL after a failed mmap: tried again */
 	return b;
 }
 
@@ -651,8 +677,8 @@ sp__batch_add(unsigned int kind, const void *name, unsigned long long arg)
 	unsigned long long ts, i, f;
 	unsigned int clk;
 
-	if (__builtin_expect((unsigned long)b <= 1 || b->magic != SP__BATCH_MAGIC,
-			     0)) {
+	if (__builtin_expect((unsigned long)b <= 2 /* GONE, SETUP */ ||
+			     b->magic != SP__BATCH_MAGIC, 0)) {
 		b = sp__batch_get();	/* mmap: before the timestamp */
 		if (!b)
 			return -1;

@@ -3,10 +3,12 @@
  * Unit tests of batched events: the ring layout of probes/sp_probe.h is the
  * one include/sptrace/batch_abi.h tells BPF and sptrace, and the flush-time
  * shift of qstack.h (sp_stack_shift) moves exactly the intervals the flush's
- * own record opened.
+ * own record opened, and the header's ring setup (sp__batch_get) never
+ * restarts a ring that a signal handler's probes are using.
  */
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sp_probe.h>
 #include <sptrace/batch_abi.h>
 #include <sptrace/qstack.h>
@@ -72,9 +74,81 @@ static void test_shift_after_end(void)
 	free(st);
 }
 
+#if SP__BATCH
+/* With batching on (the flush semaphore up; no tracer, so the flush site is
+ * a nop), a probe appends to this thread's ring. */
+static struct sp__batch *ring_with_pair(void)
+{
+	sp_flush_semaphore = 1;
+	SP_QUERY_BEGIN("sig");
+	SP_QUERY_END("sig");
+	return sp__batch_tls;
+}
+
+/*
+ * A probe read TLS (empty), then a signal handler's probes made the ring
+ * and appended to it, then the probe's slow path ran: it must take the
+ * handler's ring as it is. It restarted it (seq 0) as if a fork had wiped
+ * it, losing the handler's undrained records (e2e_batch's signal test,
+ * once in 40 runs under ASan).
+ */
+static void test_get_keeps_live_ring(void)
+{
+	struct sp__batch *b = ring_with_pair();
+	unsigned long long seq;
+
+	CHECK(b && b != SP__BATCH_GONE && b != SP__BATCH_SETUP);
+	if (!b || b == SP__BATCH_GONE || b == SP__BATCH_SETUP)
+		return;
+	seq = b->seq;
+	/* BEGIN, the PAUSE of its registering flush, END */
+	CHECK_U64(seq, 3);
+	CHECK(sp__batch_get() == b);
+	CHECK_U64(b->seq, seq);
+	CHECK_U64(b->rec[2].commit, 3);
+	CHECK_U64(b->rec[2].kind & ~(unsigned int)SP__K_TSC, SP__K_QUERY_END);
+}
+
+/* A handler's probe during the setup fires its per-event site, TLS kept. */
+static void test_setup_falls_back(void)
+{
+	struct sp__batch *b = ring_with_pair();
+	unsigned long long seq = b ? b->seq : 0;
+
+	sp__batch_tls = SP__BATCH_SETUP;
+	CHECK(sp__batch_get() == NULL);
+	CHECK(sp__batch_add(SP__K_QUERY_BEGIN, "sig", 0) == -1);
+	CHECK(sp__batch_tls == SP__BATCH_SETUP);
+	sp__batch_tls = b;
+	if (b)
+		CHECK_U64(b->seq, seq);
+}
+
+/* A ring wiped by a fork (zeroed) is restarted in place. */
+static void test_get_restarts_wiped(void)
+{
+	struct sp__batch *b = ring_with_pair();
+
+	if (!b)
+		return;
+	memset(b, 0, offsetof(struct sp__batch, rec));
+	b->seq = 7;	/* a half-done append the wipe did not clear */
+	CHECK(sp__batch_get() == b);
+	CHECK_U64(b->magic, SP__BATCH_MAGIC);
+	CHECK_U64(b->seq, 0);
+	CHECK(b->owner == (void *)&sp__batch_tls);
+	CHECK(sp__batch_tls == b);
+}
+#endif
+
 int main(void)
 {
 	RUN(test_shift_opened_only);
 	RUN(test_shift_after_end);
+#if SP__BATCH
+	RUN(test_get_keeps_live_ring);
+	RUN(test_setup_falls_back);
+	RUN(test_get_restarts_wiped);
+#endif
 	return check_status();
 }
