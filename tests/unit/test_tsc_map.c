@@ -10,6 +10,7 @@
  * may read.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sptrace/tsc_map.h>
@@ -283,6 +284,150 @@ static void test_clamped(void)
 	free(m);
 }
 
+/* ---- the session's schedule ----------------------------------------------
+ * Samples when tc->next_ns comes (the loop sees it 0-50 ms late), and every
+ * 50 ms window of the map between two samples checked against the clock:
+ * those are the segments records stamped there convert with. */
+#define WIN 0.05
+
+static uint64_t tick_of(const struct sim *c, uint64_t ns)
+{
+	return c->t0 + (uint64_t)((u128)(ns - c->ns0) * HZ /
+				  (uint64_t)(1000000000ll + c->ppb));
+}
+
+struct sched {
+	double lim_ppm;		/* a window's slope further off is bad */
+	int64_t lim_off_ns;	/* so is an offset larger than this */
+	double last_bad;	/* end of the last bad window, s after load */
+	double worst_ppm;	/* of the windows from `from` s on */
+	double from;
+	unsigned int samples;	/* samples taken until last_bad */
+	unsigned int n;
+};
+
+static double el_of(uint64_t t)
+{
+	return (double)(t - START) / (double)HZ;
+}
+
+static void scan(const struct tsc_clock *tc, const struct sim *c,
+		 struct sched *sc, uint64_t a, uint64_t b)
+{
+	uint64_t w, d = ticks(WIN);
+
+	for (w = a; w + d <= b; w += d) {
+		double ppm = ((double)(sp_tsc_ns(tc->map, w + d) -
+				       sp_tsc_ns(tc->map, w)) /
+			      (double)(sim_ns(c, w + d) - sim_ns(c, w)) - 1) * 1e6;
+		int64_t off = err_at(tc, c, w);
+
+		if (fabs(ppm) > sc->lim_ppm || llabs(off) > sc->lim_off_ns) {
+			sc->last_bad = el_of(w + d);
+			sc->samples = sc->n;
+		}
+		if (el_of(w) >= sc->from && fabs(ppm) > sc->worst_ppm)
+			sc->worst_ppm = fabs(ppm);
+	}
+}
+
+/* Until `until` s after load; a step to `ppm` at `step_s` (< 0: none). */
+static uint64_t run_sched(struct tsc_clock *tc, struct sim *c, uint64_t t,
+			  double until, double step_s, int64_t ppm,
+			  struct sched *sc)
+{
+	uint64_t end = START + ticks(until), step_t, from = t, tn;
+
+	step_t = step_s >= 0 ? START + ticks(step_s) : UINT64_MAX;
+	while (t < end) {
+		uint64_t due = tc->next_ns + (rnd() % 50) * 1000000ull;
+
+		tn = tick_of(c, due);
+		if (step_t > t && step_t < tn) {
+			scan(tc, c, sc, from, step_t);
+			sim_set(c, step_t, ppm);
+			from = step_t;
+			tn = tick_of(c, due);
+		}
+		scan(tc, c, sc, from, tn);
+		CHECK(tsc_clock__update(tc, tn, sample_ns(c, tn)) == 0);
+		sc->n++;
+		t = from = tn;
+	}
+	return t;
+}
+
+/* A load-time calibration 200 ppm off (its two samples 4 us apart from
+ * the truth over its 20 ms: what a preempted bracket can do): the samples
+ * at 100 and 300 ms remove it, so from 0.4 s after load every 50 ms window
+ * is within 1 ppm and 1 us of the clock. Before they existed (the first
+ * recalibration a period after load) that took 2 s. */
+static void test_start_off(void)
+{
+	struct sp_tsc_clock *m = map_new();
+	struct sched sc = { .lim_ppm = 1, .lim_off_ns = 1000, .from = 0.4 };
+	struct tsc_clock tc;
+	struct sim c;
+	uint64_t t = start(&tc, m, &c, 0);
+
+	/* start() calibrated exactly; again, 4 us off at the second sample */
+	CHECK(tsc_clock__start(&tc, m, START, sample_ns(&c, START), t,
+			       sample_ns(&c, t) + 4000) == 0);
+	t = run_sched(&tc, &c, t, 6, -1, 0, &sc);
+	printf("    200 ppm off at load: within 1 ppm and 1 us from %.2f s on (%u samples); worst window after 0.4 s %.2f ppm\n",
+	       sc.last_bad, sc.samples, sc.worst_ppm);
+	CHECK(sc.last_bad <= 0.4);
+	CHECK(sc.samples <= 2);
+	CHECK(sc.worst_ppm <= 1);
+	check_shape(m);
+	free(m);
+}
+
+/* Frequency steps under the session's schedule: +500 ppm mid-period, then
+ * the 1000 ppm swing to -500. A rate that moved is measured again 100 ms
+ * later, so every window is within 1 ppm and 1 us of the clock 2.3 s after
+ * the +500 step and 3.5 s after the swing (whose offset, up to 1 ms, goes
+ * at the 500 ppm clamp); a sample a period later took 3.1 and 4.1 s. */
+static void test_relock(void)
+{
+	struct sp_tsc_clock *m = map_new();
+	struct sched sc = { .lim_ppm = 1, .lim_off_ns = 1000 };
+	struct tsc_clock tc;
+	struct sim c;
+	uint64_t t = start(&tc, m, &c, 0);
+	double worst[2];
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		double step, max = 0;
+		int i;
+
+		/* 20 phases of the step against the schedule */
+		for (i = 0; i < 20; i++) {
+			t = run_sched(&tc, &c, t, el_of(t) + 3, -1, 0, &sc);
+			if (k == 1)	/* the swing starts from +500, settled */
+				t = run_sched(&tc, &c, t, el_of(t) + 6,
+					      el_of(t) + 0.5, 500, &sc);
+			step = el_of(t) + 0.05 + (double)(rnd() % 950) / 1000.0;
+			sc.last_bad = 0;
+			t = run_sched(&tc, &c, t, step + 6, step,
+				      k ? -500 : 500, &sc);
+			if (sc.last_bad - step > max)
+				max = sc.last_bad - step;
+			/* back to 0, settled before the next phase */
+			t = run_sched(&tc, &c, t, el_of(t) + 6, el_of(t) + 0.5,
+				      0, &sc);
+		}
+		worst[k] = max;
+	}
+	printf("    within 1 ppm and 1 us of the clock %.2f s after a +500 ppm step, %.2f s after the swing to -500 (worst of 20 each); %lu re-locks\n",
+	       worst[0], worst[1], tc.relocks);
+	CHECK(worst[0] <= 2.3);
+	CHECK(worst[1] <= 3.5);
+	check_shape(m);
+	free(m);
+}
+
 /* One update writes only the two slots after the newest SP_TSC_KEPT: no
  * slot a reader may look at changes under it. */
 static void test_publish_slots(void)
@@ -367,6 +512,8 @@ int main(void)
 	RUN(test_ticks_ns_exact);
 	RUN(test_converges);
 	RUN(test_clamped);
+	RUN(test_start_off);
+	RUN(test_relock);
 	RUN(test_publish_slots);
 	RUN(test_older_than_kept);
 	RUN(test_rejected);

@@ -216,8 +216,9 @@ static size_t bind_batch_probes(struct query_provider *qp)
  * Batched records stamped with the TSC (cheaper than clock_gettime by
  * ~2x per pair) where the kernel itself keeps time with the TSC, i.e.
  * trusts it to be invariant and synchronised across CPUs. Calibrated over
- * 20 ms against CLOCK_MONOTONIC here, then again about once a second while
- * the session runs (qp_tick), as NTP slews the clock (tsc_clock.h).
+ * 20 ms against CLOCK_MONOTONIC here, then 100 and 300 ms later and about
+ * once a second while the session runs (qp_tick), as NTP slews the clock
+ * (tsc_clock.h).
  * SPTRACE_NO_TSC=1 keeps clock_gettime (qp->tsc_ask false), but the map is
  * still kept: the stamp follows the semaphore, which another session
  * tracing the same file with the TSC raises for both.
@@ -1024,8 +1025,9 @@ static void qp_detach(void *ctx)
 	destroy_spec_links(qp);
 	if (qp->tsc && qp->tclock.updates && !qp->tsc_told) {
 		qp->tsc_told = true;
-		sp_info("TSC map: %lu recalibrations (%lu samples rejected), map - CLOCK_MONOTONIC %+lld ns at the last, at most %lld ns after the first",
+		sp_info("TSC map: %lu recalibrations (%lu samples rejected, %lu after a rate change), map - CLOCK_MONOTONIC %+lld ns at the last, at most %lld ns after the first",
 			qp->tclock.updates, qp->tclock.rejected,
+			qp->tclock.relocks,
 			(long long)qp->tclock.offset_ns,
 			(long long)qp->tclock.max_offset_ns);
 	}
@@ -1071,7 +1073,8 @@ void query_provider__init(struct query_provider *qp,
 		.name = "query", .ctx = qp, .load = qp_load,
 		.attach = qp_attach, .arm = qp_arm, .detach = qp_detach,
 		.destroy = qp_destroy, .follow = qp_follow, .tick = qp_tick,
-		.tick_ms = TSC_CLOCK_PERIOD_NS / 1000000,
+		/* the TSC map's early and re-lock samples come 100 ms apart */
+		.tick_ms = TSC_CLOCK_RELOCK_NS / 1000000,
 	};
 }
 
