@@ -6,8 +6,10 @@
  * and monotone map, conversions that do not change once published (a
  * record drained after a switch gets the segment that covered its tick),
  * convergence to the clock after +-500 ppm frequency steps, the bounded
- * slope correction, and the publish that never writes a slot a reader
- * may read.
+ * slope correction, the session's schedule (samples 100 and 300 ms after
+ * load, and 100 ms after a rate change) against a bad calibration and
+ * frequency steps, and the publish that never writes a slot a reader may
+ * read.
  */
 #include <errno.h>
 #include <math.h>
@@ -387,7 +389,7 @@ static void test_start_off(void)
  * the 1000 ppm swing to -500. A rate that moved is measured again 100 ms
  * later, so every window is within 1 ppm and 1 us of the clock 2.3 s after
  * the +500 step and 3.5 s after the swing (whose offset, up to 1 ms, goes
- * at the 500 ppm clamp); a sample a period later took 3.1 and 4.1 s. */
+ * at the 500 ppm clamp); a sample a period later took 3.1 and 4.0 s. */
 static void test_relock(void)
 {
 	struct sp_tsc_clock *m = map_new();
