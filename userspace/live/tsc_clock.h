@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <sptrace/tsc_map.h>
 
-/* How often the session recalibrates, and the time over which each
- * recalibration plans to remove the offset it measured. */
+/* How often the session recalibrates once started; each recalibration
+ * plans to remove the offset it measured by the next one. */
 #define TSC_CLOCK_PERIOD_NS 1000000000ull
 /* The first two recalibrations come this long after the load-time
  * calibration's first sample (100 and 300 ms), each measuring the rate
