@@ -108,7 +108,7 @@ static __always_inline __u64 sp_tsc_find(const volatile struct sp_tsc_clock *c,
 /*
  * Tick t in ns through the published segments of c (0 if none). The two
  * newest are looked at first, as a record is drained within about 10 ms of
- * its stamp (the newest starts a second after the one before it, when a
+ * its stamp (the newest starts 0.1 to 1 s after the one before it, when a
  * recalibration's correction ends); older ticks are found by bisection.
  */
 static __always_inline __u64 sp_tsc_ns(const volatile struct sp_tsc_clock *c,
