@@ -24,6 +24,8 @@ from sptest import (SPTRACE, check, eq, finish, host_truth, optional,
 HOST = os.environ["FLEET_HOST"]
 HOST_REAL = os.path.realpath(HOST)
 MEM_TYPED = os.environ["MEM_TYPED_HOST"]
+BATCH_HOST = os.environ["BATCH_HOST"]
+GT_HOST = os.environ["GT_HOST"]
 KEEP = 5
 
 
@@ -640,6 +642,109 @@ def test_mem():
         eq(stop_serve(serve), 0, "--mem: serve exits 0")
 
 
+def test_batch_fallback():
+    """sptrace_batch_fallback_total against batch_host's own count: each of
+    its threads runs a "late" pair from a pthread key destructor after its
+    ring is gone, two events that fire their per-event sites. The series
+    keeps the count after the host exits and its rows are evicted (the
+    read that evicts them too), with and without --top; promtool accepts
+    the exposition."""
+    for extra in ([], ["--top", "1"]):
+        what = "batch_fallback%s" % (" " + " ".join(extra) if extra else "")
+        serve, url = start_serve(["--keep-exited", "0"] + extra +
+                                 ["-b", BATCH_HOST])
+        if not url:
+            stop_serve(serve)
+            return
+        try:
+            p = run([BATCH_HOST, "threads", "2000"])
+            t = json.loads([l for l in p.stdout.splitlines()
+                            if l.startswith("{")][-1])
+            check(t["late"] == 2000, "%s: the host ran its late pairs (%r)"
+                  % (what, p.stdout[-200:]))
+            # The read that finds the host gone moves its rows out of the
+            # maps: the first exposition without them.
+            s = wait_for(lambda: (lambda s: s if (value(
+                s, "sptrace_evicted_rows_total") or 0) > 0 else None)(
+                    samples(url)), what + ": the host's rows evicted")
+            for k in range(2):
+                if s is None:
+                    break
+                fb = [(l, v) for n, l, v in s
+                      if n == "sptrace_batch_fallback_total"]
+                eq(fb, [({}, float(2 * t["late"]))],
+                   "%s: one series, the late pairs' events (%s read)" %
+                   (what, ("the evicting", "a later")[k]))
+                check(not [l for n, l, v in s if n == "sptrace_errors_total"
+                           and "fallback" in l.get("kind", "")],
+                      what + ": not among the errors")
+                time.sleep(0.6)     # past the render cache
+                status, ctype, text = scrape(url)
+                s = parse(text)
+            if optional(os.access("/usr/bin/promtool", os.X_OK),
+                        "/usr/bin/promtool (Debian: prometheus)"):
+                r = subprocess.run(["/usr/bin/promtool", "check", "metrics"],
+                                   input=text, capture_output=True, text=True)
+                eq(r.returncode, 0, "%s: promtool check metrics: %r" %
+                   (what, (r.stdout + r.stderr)[:300]))
+        finally:
+            eq(stop_serve(serve), 0, what + ": serve exits 0")
+
+
+def test_batch_fallback_unknown():
+    """A session with the TSC holds sp:tsc with its semaphore; serve with
+    SPTRACE_NO_TSC=1 on the same process cannot watch the site, so it
+    cannot count fallbacks: no sptrace_batch_fallback_total series, not a
+    0 (its other counters are served)."""
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        if f.read().strip() != "tsc":
+            print("# batch_fallback unknown: the clock source is not the "
+                  "TSC: no session raises sp:tsc's semaphore")
+            return
+    host = subprocess.Popen([GT_HOST, "--wait", "--threads", "1", "5"],
+                            stdout=subprocess.PIPE, text=True)
+    first = serve = None
+    old = os.environ.get("SPTRACE_NO_TSC")
+    try:
+        host.stdout.readline()      # waiting for SIGUSR1
+        first = subprocess.Popen([SPTRACE, "-v", "-o", "/dev/null",
+                                  "-p", str(host.pid)],
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        seen = ""
+        for line in first.stderr:
+            seen += line
+            if "tracing" in line:
+                break
+        check("tracing" in seen, "unknown: the TSC session traces (%r)" %
+              seen[-300:])
+        os.environ["SPTRACE_NO_TSC"] = "1"
+        serve, url = start_serve(["-p", str(host.pid)])
+        if url:
+            s = samples(url)
+            eq(value(s, "sptrace_lost_events_total"), 0.0,
+               "unknown: serve's other counters are there")
+            check(not [1 for n, l, v in s if "batch_fallback" in n],
+                  "unknown: no sptrace_batch_fallback_total series")
+    finally:
+        if old is None:
+            os.environ.pop("SPTRACE_NO_TSC", None)
+        else:
+            os.environ["SPTRACE_NO_TSC"] = old
+        for pr in (serve, first):
+            if pr and pr.poll() is None:
+                pr.send_signal(signal.SIGINT)
+        host.kill()
+        host.wait()
+        for pr in (serve, first):
+            if pr:
+                try:
+                    pr.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pr.kill()
+                    pr.wait()
+
+
 def test_listen_policy():
     for bad, why in ((":9464", "no address"), ("example.com:9464", "numeric"),
                      ("127.0.0.1:99999", "port")):
@@ -686,5 +791,7 @@ finally:
 test_many_processes()
 test_shared_address_space()
 test_mem()
+test_batch_fallback()
+test_batch_fallback_unknown()
 test_listen_policy()
 finish()

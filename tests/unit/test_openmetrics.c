@@ -462,6 +462,25 @@ static void test_empty(void)
 	CHECK(strstr(text, "sptrace_map_full_total 2\n"));
 	CHECK(strstr(text, "sptrace_errors_total{kind=\"queries_map_full\"} 2\n"));
 	CHECK(strstr(text, "\n# EOF\n"));
+	/* Counted: one series, 0 included; not among the errors. */
+	CHECK(strstr(text, "# TYPE sptrace_batch_fallback counter\n"));
+	CHECK(strstr(text, "\nsptrace_batch_fallback_total 0\n"));
+	CHECK(!strstr(text, "kind=\"batch_fallback\""));
+	free(p.v);
+	free(text);
+	s.batch_fallback = 12;
+	text = render(&s, NULL, 0, false);
+	CHECK(strstr(text, "# TYPE sptrace_batch_fallback_total counter\n"));
+	CHECK(strstr(text, "\nsptrace_batch_fallback_total 12\n"));
+	free(text);
+	/* Not counted (sp:tsc held by another session): no series at all,
+	 * not a 0. */
+	s.batch_fallback = 0;
+	s.batch_fallback_unknown = true;
+	text = render(&s, NULL, 0, true);
+	parse(text, true, &p);
+	CHECK(p.errors == 0);
+	CHECK(!strstr(text, "sptrace_batch_fallback"));
 	free(p.v);
 	free(text);
 	summary__free(&s);

@@ -47,6 +47,9 @@ static void test_top(void)
 	add(&in, "d", 1, 20, 2, 5);
 	add(&in, "e", 2, 10, 1, 5);
 	in.errors[0] = 7;
+	in.lost = 4;
+	in.events_mode = "batched";
+	in.batch_fallback = 9;
 	CHECK(!summary__top(&in, 2, &out, &folded));
 	CHECK_U64(folded, 3);
 	CHECK(row(&out, "a", 1) && row(&out, "b", 1));
@@ -68,6 +71,11 @@ static void test_top(void)
 		count_out += out.rows[i].st.count;
 	CHECK_U64(count_out, count_in);
 	CHECK_U64(out.errors[0], 7);
+	/* The figures that are not rows go along (serve --top shows them). */
+	CHECK_U64(out.lost, 4);
+	CHECK(out.events_mode && !strcmp(out.events_mode, "batched"));
+	CHECK_U64(out.batch_fallback, 9);
+	CHECK(!out.batch_fallback_unknown);
 	summary__free(&out);
 	/* N at least the rows: nothing folded. */
 	summary__init(&out);

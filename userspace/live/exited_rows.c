@@ -354,10 +354,8 @@ int exited_rows__read(struct exited_rows *f, struct summary *out)
 		err = exited_rows__add_row(out, &f->acc.rows[i], f->acc.rows[i].pid);
 	if (err == -ENOMEM)
 		sp_err("out of memory reading the BPF maps");
-	if (ngone) {
-		memcpy(out->errors, m.errors, sizeof(out->errors));
-		out->lost = m.lost;
-	}
+	if (ngone)
+		summary__copy_counts(out, &m);
 	out->duration_ns = f->ss->stop_ns ? session__duration(f->ss)
 					  : now - f->ss->start_ns;
 cleanup:

@@ -233,6 +233,15 @@ int summary__copy_titles(struct summary *dst, const struct summary *src)
 	return err;
 }
 
+void summary__copy_counts(struct summary *dst, const struct summary *src)
+{
+	memcpy(dst->errors, src->errors, sizeof(dst->errors));
+	dst->lost = src->lost;
+	dst->events_mode = src->events_mode;
+	dst->batch_fallback = src->batch_fallback;
+	dst->batch_fallback_unknown = src->batch_fallback_unknown;
+}
+
 int summary__add_stats(struct summary *s, const char *name,
 		       const struct sp_query_stats *st)
 {

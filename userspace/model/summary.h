@@ -96,6 +96,11 @@ const char *summary__title(const struct summary *s, uint32_t pid);
 /* Copies every title of `src` into `dst`. 0 or -ENOMEM. */
 int summary__copy_titles(struct summary *dst, const struct summary *src);
 
+/* Copies the figures of `src` that are not rows: errors, lost, and the
+ * live session's events mode and batch_fallback (every summary made from
+ * another must carry them, or a report shows a 0 nobody counted). */
+void summary__copy_counts(struct summary *dst, const struct summary *src);
+
 /* Computes total_self_ns and each row's percentiles; sorts by self time. */
 void summary__finish(struct summary *s);
 /* Re-sorts rows (descending; SORT_NAME ascending). Ties break by name. */

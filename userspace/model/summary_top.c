@@ -29,8 +29,7 @@ int summary__top(struct summary *in, unsigned int n, struct summary *out,
 	*folded = 0;
 	out->per_pid = in->per_pid;
 	out->duration_ns = in->duration_ns;
-	out->lost = in->lost;
-	memcpy(out->errors, in->errors, sizeof(out->errors));
+	summary__copy_counts(out, in);
 	err = summary__copy_titles(out, in);
 	summary__sort(in, SORT_SELF);
 	for (i = 0; !err && i < in->nrows; i++) {

@@ -942,6 +942,12 @@ static void write_health(struct om_buf *b, const struct om_input *in)
 		h = &none;
 	scalar(b, in, "sptrace_lost_events", "counter", NULL,
 	       "Probe events the kernel side could not take.", s->lost, false);
+	/* Not a loss: events counted like the rest, each through a trap.
+	 * No series where sptrace could not count them (never a made-up 0). */
+	if (!s->batch_fallback_unknown)
+		scalar(b, in, "sptrace_batch_fallback", "counter", NULL,
+		       "Events of batched files that fired their per-event site instead (their thread's ring was gone); counted like the rest.",
+		       s->batch_fallback, false);
 	scalar(b, in, "sptrace_map_full", "counter", NULL,
 	       "Events not counted because a BPF map was full (raise --max-queries).",
 	       summary__map_full(s), false);
