@@ -138,6 +138,49 @@ def test_interval():
            "--interval: counted once over all reports")
 
 
+def test_interval_fallback():
+    """--interval reports carry batch_fallback like their other counts:
+    per interval by default (the reports sum to the host's count of late
+    pairs' events, over more than one report), since the start with
+    --cumulative (never decreasing, the last report the host's count), in
+    every JSON object and, in tables, in a line under each tick's table
+    (-v: also when 0). batch_host churns its threads 40 ms apart, so the
+    fallbacks spread over the ticks."""
+    out = tmpfile(".jsonl")
+    for mode in ("json", "json --cumulative", "table -v"):
+        args = [SPTRACE, "--interval", "0.2", "-f", mode.split()[0],
+                "-o", out, "--force"] + mode.split()[1:]
+        p = run(args + ["--", HOST, "threads", "400", "40"], timeout=120)
+        eq(p.returncode, 0, "interval %s: exit 0 (%s)" % (mode, p.stderr.strip()[-300:]))
+        want = 2 * truth(p)["late"]
+        with open(out) as f:
+            text = f.read()
+        if mode.startswith("json"):
+            reps = [json.loads(l) for l in text.splitlines()]
+            eq([r.get("events") for r in reps], ["batched"] * len(reps),
+               "interval %s: every report says batched" % mode)
+            got = [r.get("batch_fallback") for r in reps]
+        else:
+            ticks = [l for l in text.splitlines() if ", tick " in l]
+            got = [int(l.split()[1]) for l in text.splitlines()
+                   if "events of batched files fired their per-event sites in this interval" in l]
+            eq(len(got), len(ticks), "interval table -v: a fallback line "
+               "under each of the %d ticks (%r)" % (len(ticks), got))
+        check(None not in got and len([g for g in got if g]) >= 2,
+              "interval %s: fallbacks in more than one report (%r)" % (mode, got))
+        if None in got:
+            continue
+        if "--cumulative" in mode:
+            check(all(a <= b for a, b in zip(got, got[1:])),
+                  "interval %s: never decreasing (%r)" % (mode, got))
+            eq(got[-1], want, "interval %s: the last report is the host's "
+               "late pairs' events" % mode)
+        else:
+            eq(sum(got), want, "interval %s: the reports sum to the host's "
+               "late pairs' events (%r)" % (mode, got))
+    os.unlink(out)
+
+
 def test_thread_churn():
     """10,000 short-lived threads, each with probes: each thread's ring is
     unmapped when it exits, so the host's own VmSize and mapping count
@@ -305,6 +348,7 @@ test_thread_churn()
 test_tsc_held()
 test_many_libs()
 test_interval()
+test_interval_fallback()
 test_first_interval()
 test_cross()
 test_signal()

@@ -21,7 +21,9 @@
  *   batch_host spin MS      "spin" pairs in a tight loop for MS ms (a host
  *                           that keeps flushing while -d stops sptrace):
  *                           prints {"spin": pairs}
- *   batch_host threads N    N short-lived threads, 16 at a time, each 5 "t"
+ *   batch_host threads N [MS]
+ *                           N short-lived threads, 16 at a time (MS ms apart:
+ *                           a churn that spans --interval ticks), each 5 "t"
  *                           pairs and a "plain" pair of batch_plain.c
  *                           (per-event sites, not fallbacks); a pthread key
  *                           of the host's, created after the probes' own,
@@ -295,8 +297,9 @@ static int wave(int n)
 	return 0;
 }
 
-static int threads(int n)
+static int threads(int n, int pause_ms)
 {
+	struct timespec pause = { pause_ms / 1000, (pause_ms % 1000) * 1000000L };
 	long vm0, maps0, vm1, maps1;
 	int done = 0, w;
 
@@ -310,6 +313,8 @@ static int threads(int n)
 	done += w;
 	footprint(&vm0, &maps0);
 	while (done < n) {
+		if (pause_ms)
+			nanosleep(&pause, NULL);
 		w = n - done < 16 ? n - done : 16;
 		if (wave(w))
 			return 1;
@@ -501,14 +506,14 @@ int main(int argc, char **argv)
 		return block(n);
 	if (argc == 3 && n > 0 && !strcmp(argv[1], "spin"))
 		return spin(n);
-	if (argc == 3 && n > 0 && !strcmp(argv[1], "threads"))
-		return threads(n);
+	if ((argc == 3 || argc == 4) && n > 0 && !strcmp(argv[1], "threads"))
+		return threads(n, argc == 4 ? atoi(argv[3]) : 0);
 	if (argc >= 4 && n > 0 && !strcmp(argv[1], "libs"))
 		return libs(n, argc - 3, argv + 3);
 	if (argc == 3 && n > 0 && !strcmp(argv[1], "func"))
 		return funcs(n);
 	if (argc == 3 && n > 0 && !strcmp(argv[1], "marks"))
 		return marks(n);
-	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS | spin MS | threads N | libs N LIB... | func N | marks N\n");
+	fprintf(stderr, "usage: batch_host first | cross N | signal N | fork N | block MS | spin MS | threads N [MS] | libs N LIB... | func N | marks N\n");
 	return 2;
 }

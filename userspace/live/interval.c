@@ -68,8 +68,7 @@ static int copy_summary(struct summary *dst, const struct summary *src,
 		err = exited_rows__add_row(dst, r, in_set(folded, nfolded, r->pid) ?
 						     0 : r->pid);
 	}
-	memcpy(dst->errors, src->errors, sizeof(dst->errors));
-	dst->lost = src->lost;
+	summary__copy_counts(dst, src);
 	dst->duration_ns = src->duration_ns;
 	if (err)
 		summary__free(dst);
@@ -180,6 +179,9 @@ int interval__delta(struct interval *iv, const struct summary *cur,
 	for (i = 0; i < SP_ERR__MAX; i++)
 		out->errors[i] = sub(cur->errors[i], iv->prev.errors[i]);
 	out->lost = sub(cur->lost, iv->prev.lost);
+	out->events_mode = cur->events_mode;
+	out->batch_fallback = sub(cur->batch_fallback, iv->prev.batch_fallback);
+	out->batch_fallback_unknown = cur->batch_fallback_unknown;
 	out->duration_ns = sub(cur->duration_ns, iv->prev.duration_ns);
 	free(idx);
 	if (!err)
@@ -263,6 +265,23 @@ static int write_json_line(FILE *out, const struct summary *s,
 	return err ? err : text__flush(out);
 }
 
+/* Under a tick's table, as its error counts are: the events of batched
+ * files that fired their per-event sites (not a loss, so said only when
+ * there were some, or with -v), in the tick's own terms. */
+static int fallback_footer(FILE *out, const struct summary *s,
+			   bool cumulative)
+{
+	if (!s->events_mode)		/* not a live session's figures */
+		return 0;
+	if (s->batch_fallback_unknown && sp_verbose)
+		fprintf(out, "sptrace: events of batched files that fired their per-event sites are not counted (sp:tsc not watched: another session holds it)\n");
+	else if (!s->batch_fallback_unknown && (s->batch_fallback || sp_verbose))
+		fprintf(out, "sptrace: %" PRIu64 " events of batched files fired their per-event sites %s (their thread's ring was gone; counted like the rest)\n",
+			s->batch_fallback,
+			cumulative ? "since the start" : "in this interval");
+	return 0;
+}
+
 static int tick(struct ticker *t, bool final)
 {
 	const struct interval_opts *io = t->io;
@@ -294,8 +313,7 @@ static int tick(struct ticker *t, bool final)
 						 t->rows.procs[i].title);
 	if (err)
 		goto cleanup;
-	memcpy(show.errors, src->errors, sizeof(show.errors));
-	show.lost = src->lost;
+	summary__copy_counts(&show, src);
 	show.duration_ns = src->duration_ns;
 	summary__finish(&show);
 	summary__sort(&show, (enum summary_sort)io->sort);
@@ -318,6 +336,8 @@ static int tick(struct ticker *t, bool final)
 
 		ro.all_columns = true;
 		err = summary_writer__write(t->out, &show, &ro);
+		if (!err)
+			err = fallback_footer(t->out, &show, io->cumulative);
 		if (!err)
 			err = text__flush(t->out);
 	}

@@ -1086,6 +1086,7 @@ static int tag_name(void *ctx, __u64 name, char *buf, size_t len)
 int query_provider__read(struct query_provider *qp, const struct session *ss,
 			 struct summary *s)
 {
+	size_t nbatched = qp->batched_files, nevent = qp->event_files;
 	int err;
 
 	s->duration_ns = session__duration(ss);
@@ -1093,8 +1094,14 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 	 * that have not flushed since (one blocked, say) count now. */
 	if (qp->batch && !qp->drained && qp->skel && qp->att.batched_files)
 		(void)batch_drain__run(qp->skel);	/* reported */
-	s->events_mode = !qp->batched_files ? "per-event" :
-			 qp->event_files ? "mixed" : "batched";
+	/* While tracing (--interval, serve) the attacher has the counts;
+	 * qp keeps them past detaching. */
+	if (qp->att.batched_files || qp->att.event_files) {
+		nbatched = qp->att.batched_files;
+		nevent = qp->att.event_files;
+	}
+	s->events_mode = !nbatched ? "per-event" :
+			 nevent ? "mixed" : "batched";
 	/* Fallbacks are told by sp:tsc hits (query.bpf.c): not where another
 	 * tracer's uprobe there kept sptrace from watching it. */
 	if (qp->att.watch_refused)
