@@ -126,6 +126,56 @@ try:
         live.kill()
         live.wait()
 
+    # An argument past the probe's arguments (the USDT note says how many
+    # it has): refused in the same pass, before any BPF is loaded or the
+    # command runs, naming the file, the probe and its arguments; with -v
+    # nothing says a site was attached. Every target kind, every option
+    # that reads an argument, and a --follow run that may load more (the
+    # file with the probe is attached whatever else comes).
+    past = "sph:outer__start,sph:outer__done,name=arg5"
+    p = run([SPTRACE, "-o", bad_o, "--query", past, "--", SPEC_HOST, "1"])
+    refused(p, "launch: bad -o and name=arg5 of a 1-argument probe",
+            "-o " + bad_o, "--query '%s': %s: probe sph:outer__start has 1 "
+            "argument: name=arg5 names none (arg0 is its only one; sptrace "
+            "list %s shows" % (past, SPEC_HOST, SPEC_HOST), n=2)
+    p = run([SPTRACE, "-v", "--query", past, "--", SPEC_HOST, "1"])
+    refused(p, "launch -v: name=arg5, nothing attached", "name=arg5", n=1)
+    check("attached" not in p.stderr and "tracing" not in p.stderr,
+          "launch -v: name=arg5 refused before attaching (%r)" % p.stderr[-300:])
+    spec = os.path.join(d, "past.spec")
+    with open(spec, "w") as f:
+        f.write("# comment\nsph:outer__start,sph:outer__done,name=arg0\n"
+                "sph:a__start,sph:a__done,name=arg0\n")
+    p = run([SPTRACE, "--query-file", spec, "--", SPEC_HOST, "1"])
+    refused(p, "a spec file's line 3: name=arg0 of a probe without arguments",
+            "%s:3: 'sph:a__start,sph:a__done,name=arg0'" % spec,
+            "probe sph:a__start has 0 arguments", "(it has none;", n=1)
+    p = run([SPTRACE, "-v", "--follow", "--query",
+             "sph:read,name=rel:arg0,kind=cache,if=arg2==1", "--", SPEC_HOST, "1"])
+    refused(p, "--follow: if=arg2 of a 2-argument probe",
+            "probe sph:read has 2 arguments: if=arg2 names none (it has arg0..arg1;",
+            n=1)
+    check("attached" not in p.stderr,
+          "--follow -v: if=arg2 refused before attaching (%r)" % p.stderr[-300:])
+    p = run([SPTRACE, "-b", SPEC_HOST, "-d", "5", "--query",
+             "sph:rd__start,sph:rd__done,name=rd,hit=arg1!=0"])
+    refused(p, "-b: hit=arg1 of a 1-argument END",
+            "probe sph:rd__done has 1 argument: hit=arg1 names none", n=1)
+    p = run([SPTRACE, "serve", "--listen", "127.0.0.1:0", "-b", SPEC_HOST,
+             "--query", past], timeout=30)
+    refused(p, "serve -b: name=arg5", "name=arg5 names none", n=1)
+    live = subprocess.Popen([ENABLED], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        p = run([SPTRACE, "-o", bad_o, "-p", str(live.pid), "-d", "5",
+                 "--query", "sp:query_begin,sp:query_end,name=arg4"])
+        refused(p, "-p: bad -o and name=arg4 of a 1-argument probe",
+                "-o " + bad_o, "probe sp:query_begin has 1 argument: "
+                "name=arg4 names none", n=2)
+    finally:
+        live.kill()
+        live.wait()
+
     # No privileges and a bad -o, as a user: both lines, for every
     # tracing command, before anything starts.
     os.chmod(d, 0o777)

@@ -127,6 +127,42 @@ static void test_valid(void)
 	query_spec__free(&q);
 }
 
+/* What each probe of a line reads, and the check of a site's count. */
+static void test_arg_need(void)
+{
+	struct query_spec q;
+	const char *what;
+	char err[256];
+
+	CHECK(!parse_capture("pg:buffer__read__done,name=rel:arg4,kind=cache,hit=arg7!=0,if=arg0>=-2",
+			     &q, err, sizeof(err)));
+	CHECK(query_spec__arg_need(&q, 0, &what) == 7);
+	CHECK_STR(what, "hit=");	/* a cache probe reads hit= too */
+	fflush(stderr);
+	CHECK(query_spec__args_check(&q, 0, "f", 8) == 0);
+	CHECK(query_spec__args_check(&q, 0, "f", 7) == -EINVAL);
+	CHECK(query_spec__args_check(&q, 0, "f", -EOPNOTSUPP) == 0);
+	query_spec__free(&q);
+
+	CHECK(!parse_capture("pg:q__start,pg:q__done,name=arg3,if=arg1,hit=arg5",
+			     &q, err, sizeof(err)));
+	CHECK(query_spec__arg_need(&q, 0, &what) == 3);
+	CHECK_STR(what, "name=");
+	CHECK(query_spec__arg_need(&q, 1, &what) == 5);
+	CHECK_STR(what, "hit=");
+	CHECK(query_spec__args_check(&q, 0, "f", 4) == 0);
+	CHECK(query_spec__args_check(&q, 0, "f", 3) == -EINVAL);
+	query_spec__free(&q);
+
+	CHECK(!parse_capture("pg:q__start,pg:q__done,name=q,if=arg2",
+			     &q, err, sizeof(err)));
+	CHECK(query_spec__arg_need(&q, 0, &what) == 2);
+	CHECK_STR(what, "if=");
+	CHECK(query_spec__arg_need(&q, 1, &what) == -1);	/* ENDs: none */
+	CHECK(query_spec__args_check(&q, 1, "f", 0) == 0);
+	query_spec__free(&q);
+}
+
 static void norm(unsigned int mode, const char *raw, const char *want)
 {
 	char buf[512];
@@ -207,6 +243,7 @@ int main(void)
 {
 	RUN(test_malformed);
 	RUN(test_valid);
+	RUN(test_arg_need);
 	RUN(test_normalize);
 	RUN(test_same_stream);
 	RUN(test_pop_tag);

@@ -544,39 +544,19 @@ static bool next_spec_site(const struct query_spec *q, int p,
 }
 
 /* Sites of probe `p` of spec `q` in the file; each must have the
- * arguments the line reads there. Their number or -EINVAL (reported). */
+ * arguments the line reads there (spec_precheck.c checked the files known
+ * before tracing; this is for those mapped later). Their number or
+ * -EINVAL (reported). */
 static int spec_sites(const struct query_spec *q, int p,
 		      const struct usdt_file *f, const char *path)
 {
 	struct usdt_arg args[USDT_ARGS_MAX];
-	const char *what = NULL;
-	int n = 0, nargs, need = -1;
-	char wbuf[640];
+	int n = 0, nargs;
 	size_t i = 0;
 
-	/* What this probe reads: BEGIN (or the cache probe) the name and
-	 * if=; an END hit=, as does a cache probe. */
-	if (p == 0 && q->arg >= 0) {
-		need = q->arg;
-		what = "name=";
-	}
-	if (p == 0 && q->cond.op && q->cond.arg > need) {
-		need = q->cond.arg;
-		what = "if=";
-	}
-	if ((p > 0 || q->cache) && q->hit.op && q->hit.arg > need) {
-		need = q->hit.arg;
-		what = "hit=";
-	}
 	while (next_spec_site(q, p, f, &i, args, &nargs)) {
-		if (need >= 0 && nargs >= 0 && need >= nargs) {
-			sp_err("%s: %s: probe %s:%s has %d argument%s: %sarg%d names none (arg0..arg%d)",
-			       query_spec__where(q, wbuf, sizeof(wbuf)), path,
-			       q->provider[p], q->probe[p], nargs,
-			       nargs == 1 ? "" : "s", what, need,
-			       nargs ? nargs - 1 : 0);
+		if (query_spec__args_check(q, p, path, nargs))
 			return -EINVAL;
-		}
 		n++;
 	}
 	return n;

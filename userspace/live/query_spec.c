@@ -437,6 +437,53 @@ const char *query_spec__where(const struct query_spec *q, char *buf,
 	return buf;
 }
 
+int query_spec__arg_need(const struct query_spec *q, int p,
+			 const char **what)
+{
+	int need = -1;
+
+	*what = NULL;
+	/* BEGIN (or the cache probe) reads the name and if=; an END hit=,
+	 * as does a cache probe. */
+	if (p == 0 && q->arg >= 0) {
+		need = q->arg;
+		*what = "name=";
+	}
+	if (p == 0 && q->cond.op && q->cond.arg > need) {
+		need = q->cond.arg;
+		*what = "if=";
+	}
+	if ((p > 0 || q->cache) && q->hit.op && q->hit.arg > need) {
+		need = q->hit.arg;
+		*what = "hit=";
+	}
+	return need;
+}
+
+int query_spec__args_check(const struct query_spec *q, int p,
+			   const char *path, int nargs)
+{
+	const char *what;
+	char wbuf[640], has[64];
+	int need = query_spec__arg_need(q, p, &what);
+
+	/* nargs < 0: a spec usdt_args__parse() cannot read, said when
+	 * attaching. */
+	if (need < 0 || nargs < 0 || need < nargs)
+		return 0;
+	if (!nargs)
+		snprintf(has, sizeof(has), "it has none");
+	else if (nargs == 1)
+		snprintf(has, sizeof(has), "arg0 is its only one");
+	else
+		snprintf(has, sizeof(has), "it has arg0..arg%d", nargs - 1);
+	sp_err("%s: %s: probe %s:%s has %d argument%s: %sarg%d names none (%s; sptrace list %s shows each probe's arguments)",
+	       query_spec__where(q, wbuf, sizeof(wbuf)), path, q->provider[p],
+	       q->probe[p], nargs, nargs == 1 ? "" : "s", what, need, has,
+	       path);
+	return -EINVAL;
+}
+
 const char *query_spec__label(const struct query_spec *q)
 {
 	if (q->name_type == SP_SPEC_NAME_FIXED && q->literal)

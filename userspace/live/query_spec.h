@@ -61,6 +61,17 @@ const char *query_spec__where(const struct query_spec *q, char *buf,
 /* The label of a line's own rows in messages and outcome rows: its fixed
  * name, its integer prefix, or its BEGIN probe. */
 const char *query_spec__label(const struct query_spec *q);
+/* The highest argument probe p of q reads at its sites (the name and if=
+ * at the BEGIN or cache probe, hit= at an END or the cache probe), -1 if
+ * none; *what names the option ("name=", "if=", "hit="). */
+int query_spec__arg_need(const struct query_spec *q, int p,
+			 const char **what);
+/* A site of probe p in `path` with nargs arguments (usdt_args__parse()'s
+ * count; < 0 is not judged here): -EINVAL, said in one line, when the
+ * line reads an argument past them, else 0. Before tracing
+ * (spec_precheck.c) and when a file is attached (query_provider.c). */
+int query_spec__args_check(const struct query_spec *q, int p,
+			   const char *path, int nargs);
 /* A spec given twice (--query, --query-file) would count each event
  * twice: the first repeat is reported. 0 or -EINVAL. */
 int query_spec__check_unique(const struct query_spec *v, int n);

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "proc_maps.h"
 #include "spec_precheck.h"
+#include "usdt_args.h"
 #include "vec.h"
 
 /* The kernel follows at most this many "#!" levels (BINPRM_MAX_RECURSION). */
@@ -65,6 +66,33 @@ static const char *set_find(const struct probe_set *s, const char *provider,
 			    (!name || !strcmp(s->v[i]->sites[k].name, name)))
 				return s->v[i]->path;
 	return NULL;
+}
+
+/* Every site of probe p of q in s has the arguments the line reads there
+ * (attaching the file would refuse it otherwise): 0, or -EINVAL said in
+ * one line. */
+static int set_args(const struct probe_set *s, const struct query_spec *q,
+		    int p)
+{
+	struct usdt_arg args[USDT_ARGS_MAX];
+	const char *what;
+	size_t i, k;
+
+	if (query_spec__arg_need(q, p, &what) < 0)
+		return 0;
+	for (i = 0; i < s->n; i++)
+		for (k = 0; k < s->v[i]->nsites; k++) {
+			const struct usdt_site *site = &s->v[i]->sites[k];
+
+			if (strcmp(site->provider, q->provider[p]) ||
+			    strcmp(site->name, q->probe[p]))
+				continue;
+			if (query_spec__args_check(q, p, s->v[i]->path,
+						   usdt_args__parse(site->args, args,
+								    USDT_ARGS_MAX)))
+				return -EINVAL;
+		}
+	return 0;
 }
 
 /* "p1, p2": the providers of the set, as the check after attaching says. */
@@ -141,6 +169,14 @@ static int check_set(const struct session_opts *o, const struct probe_set *s,
 					 "; %s:%s is in %s, which %s loads: -b traces only the file given, add -b %s",
 					 q->provider[p], q->probe[p], in, bin, in);
 		}
+		/* A probe found with fewer arguments than the line reads: the
+		 * file is attached whatever else may load later. */
+		for (p = 0; (first < 0 || how == MAY_LOAD) && p < q->nprobes; p++)
+			if (set_args(s, q, p)) {
+				err = -EINVAL;
+				first = -1;	/* said: one line per spec line */
+				break;
+			}
 		if (first < 0)
 			continue;
 		query_spec__where(q, wbuf, sizeof(wbuf));
