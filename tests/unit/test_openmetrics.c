@@ -79,6 +79,11 @@ static int family_of(struct parsed *p, const char *name, bool om)
 					 !strcmp(name + fl, "_total")
 			       : !strcmp(name, f))
 				return (int)i;
+		} else if (!strcmp(p->types[i], "info")) {
+			/* OpenMetrics only: family + _info. */
+			if (nl == fl + 5 && !strncmp(name, f, fl) &&
+			    !strcmp(name + fl, "_info"))
+				return (int)i;
 		} else if (!strcmp(p->types[i], "histogram")) {
 			for (k = 0; k < 3; k++)
 				if (nl == fl + strlen(hsuf[k]) &&
@@ -144,7 +149,8 @@ static void parse(const char *text, bool om, struct parsed *p)
 				snprintf(p->families[p->nfam], 128, "%s", name);
 				snprintf(p->types[p->nfam], 16, "%s", rest);
 				if (strcmp(rest, "counter") && strcmp(rest, "gauge") &&
-				    strcmp(rest, "histogram"))
+				    strcmp(rest, "histogram") &&
+				    (!om || strcmp(rest, "info")))
 					perr(p, "unknown type", buf);
 				cur = (int)p->nfam++;
 			} else if (!strcmp(kw, "UNIT")) {
@@ -290,6 +296,27 @@ static char *render(const struct summary *s, const struct om_process *procs,
 }
 
 
+static char *render_mode(const struct summary *s,
+			 const struct om_process *procs, size_t nprocs,
+			 bool om, enum om_proc_labels mode)
+{
+	struct om_health h = { .attached_probes = 7, .targets_alive = 1 };
+	struct om_buf b = {};
+	struct om_input in = { .s = s, .procs = procs, .nprocs = nprocs,
+			       .h = &h, .openmetrics = om,
+			       .proc_labels = mode };
+	char *text;
+
+	CHECK(openmetrics__write(&b, &in) == 0);
+	text = malloc(b.len + 1);
+	if (!text)
+		abort();
+	memcpy(text, b.p, b.len);
+	text[b.len] = 0;
+	om_buf__free(&b);
+	return text;
+}
+
 static void add_row(struct summary *s, const char *name, uint32_t pid,
 		    uint64_t count, const uint64_t *ns, size_t nns)
 {
@@ -355,6 +382,87 @@ static void test_hostile_names(void)
 	summary__free(&s);
 }
 
+/*
+ * The info metric: per-query series carry query, pid and comm (and, with
+ * OM_PROC_LABELS_SERIES, binary and title as before); one
+ * sptrace_process_info sample of value 1 per pid that has rows, with all
+ * four labels: pid 0, a process with rows, a pid with rows but no process
+ * (empty labels, once although its rows are apart), never a process
+ * without rows.
+ */
+static void test_process_info(void)
+{
+	struct om_process procs[] = {
+		{ .pid = 0, .comm = "(exited)", .binary = "" },
+		{ .pid = 7, .comm = "a", .binary = "/bin/a", .title = "a -x \"y\"",
+		  .alive = true, .rss_bytes = 4096 },
+		{ .pid = 8, .comm = "idle", .binary = "/bin/idle",
+		  .alive = true, .rss_bytes = 8192 },
+	};
+	static const char *const want_info[] = {
+		"pid=0\001comm=(exited)\001binary=\001title=\001",
+		"pid=7\001comm=a\001binary=/bin/a\001title=a -x \"y\"\001",
+		"pid=9\001comm=\001binary=\001title=\001",
+	};
+	struct summary s;
+	struct parsed p;
+	uint64_t ns = 1500;
+	size_t i, k, ninfo, nq;
+	char *text;
+
+	summary__init(&s);
+	s.per_pid = true;
+	add_row(&s, "q1", 7, 1, &ns, 1);
+	add_row(&s, "q1", 9, 1, &ns, 1);
+	add_row(&s, "q1", 0, 1, &ns, 1);
+	add_row(&s, "q2", 7, 1, &ns, 1);
+	add_row(&s, "q2", 9, 1, &ns, 1);
+	for (int mode = 0; mode < 2; mode++) {
+		for (int om = 0; om < 2; om++) {
+			text = render_mode(&s, procs, 3, om, mode ?
+					   OM_PROC_LABELS_SERIES :
+					   OM_PROC_LABELS_INFO);
+			parse(text, om, &p);
+			CHECK(p.errors == 0);
+			CHECK(strstr(text, om ? "# TYPE sptrace_process info\n" :
+					"# TYPE sptrace_process_info gauge\n"));
+			ninfo = nq = 0;
+			for (i = 0; i < p.n; i++) {
+				const struct sample *v = &p.v[i];
+
+				if (!strcmp(v->name, "sptrace_process_info")) {
+					CHECK(v->value == 1);
+					CHECK(ninfo < 3);
+					if (ninfo < 3 &&
+					    strcmp(v->labels, want_info[ninfo])) {
+						printf("FAIL info %zu: %s\n", ninfo,
+						       v->labels);
+						check_failed++;
+					}
+					ninfo++;
+				} else if (!strncmp(v->name, "sptrace_query_", 14)) {
+					const char *l = v->labels;
+
+					nq++;
+					/* query=..,pid=..,comm=..[,binary,title] */
+					for (k = 0; *l; l++)
+						k += *l == '\x01';
+					CHECK_U64(k, mode ? 5 : 3);
+					CHECK(!strstr(v->labels, "binary=") == !mode);
+					CHECK(!strstr(v->labels, "title=") == !mode);
+				}
+			}
+			CHECK_U64(ninfo, 3);
+			CHECK_U64(nq, 5 * (8 + 25));
+			/* Untouched by the mode: every label of the process. */
+			CHECK(strstr(text, "sptrace_process_resident_memory_bytes{pid=\"8\",comm=\"idle\",binary=\"/bin/idle\",title=\"\"} 8192\n"));
+			free(p.v);
+			free(text);
+		}
+	}
+	summary__free(&s);
+}
+
 static void test_histogram(void)
 {
 	/* 980 ns is in [976, 992), wholly <= 1 us; 1000 is in [992, 1008),
@@ -405,8 +513,8 @@ static void test_histogram(void)
 	CHECK(c && b && c->value == b->value && c->value == 7);
 	sum = find(&p, "sptrace_query_latency_seconds_sum", "h", NULL);
 	CHECK(sum != NULL);
-	CHECK(strstr(text, "sptrace_query_latency_seconds_sum{query=\"h\",pid=\"42\",comm=\"\",binary=\"\",title=\"\"} 20.006003485\n"));
-	CHECK(strstr(text, "sptrace_query_time_seconds_total{query=\"h\",pid=\"42\",comm=\"\",binary=\"\",title=\"\"} 20.009003485\n"));
+	CHECK(strstr(text, "sptrace_query_latency_seconds_sum{query=\"h\",pid=\"42\",comm=\"\"} 20.006003485\n"));
+	CHECK(strstr(text, "sptrace_query_time_seconds_total{query=\"h\",pid=\"42\",comm=\"\"} 20.009003485\n"));
 	CHECK(strstr(text, "# UNIT sptrace_query_latency_seconds seconds\n"));
 	CHECK(strstr(text, "# TYPE sptrace_query_invocations counter\n"));
 	CHECK(strstr(text, "sptrace_attached_probes 7\n"));
@@ -755,6 +863,7 @@ int main(void)
 {
 	RUN(test_hostile_names);
 	RUN(test_histogram);
+	RUN(test_process_info);
 	RUN(test_bound_rule);
 	RUN(test_empty);
 	RUN(test_mem);

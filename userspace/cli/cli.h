@@ -44,6 +44,7 @@ enum cli_opt {
 	OPT_LISTEN,
 	OPT_KEEP_EXITED,
 	OPT_TOP,
+	OPT_PROCESS_LABELS,
 	OPT_WIDE,
 };
 

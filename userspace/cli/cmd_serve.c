@@ -39,6 +39,7 @@ struct serve_env {
 	const char *listen;
 	double keep_exited_s;
 	unsigned int top;	/* --top N: rows a scrape shows; 0: all */
+	enum om_proc_labels proc_labels;
 	bool mem;
 };
 
@@ -48,6 +49,7 @@ struct serve {
 	struct mem_provider mp;
 	bool mem;
 	unsigned int top;
+	enum om_proc_labels proc_labels;
 	struct exited_rows rows;
 	struct serve_http srv;
 	/* The last exposition of each format ([openmetrics]): every scrape
@@ -82,6 +84,9 @@ SERVE_DEFAULT_LISTEN ");\n"
 "                           long, then its figures leave /metrics (default 300)\n"
 "      --top N              the N rows of most self time keep their names; the\n"
 "                           rest are summed into one \"<other>\" row per process\n"
+"      --process-labels info|series  where binary and title go: once per\n"
+"                           process on sptrace_process_info (info, default),\n"
+"                           or also on every per-query series (series)\n"
 "      --query SPEC, --query-file FILE, --func GLOB, --max-queries N,\n"
 "      --max-threads N      as for sptrace (sptrace --help)\n"
 "  -v, --verbose            say what is attached; show libbpf's messages\n"
@@ -101,6 +106,8 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 		{ "keep-exited", required_argument, NULL, OPT_KEEP_EXITED },
 		{ "mem", no_argument, NULL, OPT_MEM },
 		{ "top", required_argument, NULL, OPT_TOP },
+		{ "process-labels", required_argument, NULL,
+		  OPT_PROCESS_LABELS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -136,6 +143,17 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 			env->top = (unsigned int)v;
 			break;
 		}
+		case OPT_PROCESS_LABELS:
+			if (!strcmp(optarg, "info")) {
+				env->proc_labels = OM_PROC_LABELS_INFO;
+			} else if (!strcmp(optarg, "series")) {
+				env->proc_labels = OM_PROC_LABELS_SERIES;
+			} else {
+				sp_err("invalid --process-labels '%s' (expected info or series)",
+				       optarg);
+				return -EINVAL;
+			}
+			break;
 		case OPT_KEEP_EXITED:
 			if (parse_double(optarg, 0, 86400 * 365,
 					 &env->keep_exited_s)) {
@@ -246,6 +264,7 @@ static struct om_snapshot *render(struct serve *sv, bool openmetrics)
 		.s = &s, .mem = sv->mem ? &mr : NULL,
 		.procs = procs, .nprocs = n, .h = &h,
 		.openmetrics = openmetrics, .cache = sv->om,
+		.proc_labels = sv->proc_labels,
 	}, &sn);
 cleanup:
 	if (!sn && !sv->failed) {
@@ -386,6 +405,7 @@ int cmd_serve(int argc, char **argv)
 	err = session__add(&sv->ss, &p);
 	sv->mem = env.mem;
 	sv->top = env.top;
+	sv->proc_labels = env.proc_labels;
 	sv->rows.keep_spaces = env.mem;
 	if (!err && env.mem) {
 		mem_provider__init(&sv->mp, &mo, &mem_p);

@@ -203,28 +203,54 @@ static const struct om_process *proc_of(const struct om_input *in,
 	return NULL;
 }
 
-/* pid="..",comm="..",binary="..",title=".." */
-static void put_proc_labels(struct om_buf *b, uint32_t pid,
-			    const struct om_process *p)
+/* pid="..",comm=".." and, if `all`, ,binary="..",title=".." */
+static void put_labels_of(struct om_buf *b, uint32_t pid,
+			  const struct om_process *p, bool all)
 {
 	puts_(b, "pid=\"");
 	put_u64(b, pid);
 	puts_(b, "\",comm=");
 	put_label_value(b, p ? p->comm : "", false);
+	if (!all)
+		return;
 	puts_(b, ",binary=");
 	put_label_value(b, p ? p->binary : "", false);
 	puts_(b, ",title=");
 	put_label_value(b, p && p->title ? p->title : "", false);
 }
 
+/* Every label of a process: pid, comm, binary, title. */
+static void put_proc_labels(struct om_buf *b, uint32_t pid,
+			    const struct om_process *p)
+{
+	put_labels_of(b, pid, p, true);
+}
+
+/*
+ * The process labels of a per-query series. binary and title are more
+ * than half of such a line's bytes, on some 33 lines per row: by default
+ * they are left to sptrace_process_info, once per process.
+ */
+static void put_row_proc_labels(struct om_buf *b, const struct om_input *in,
+				uint32_t pid, const struct om_process *p)
+{
+	put_labels_of(b, pid, p, in->proc_labels == OM_PROC_LABELS_SERIES);
+}
+
 /* # HELP / # TYPE (/ # UNIT) of a family. Counters' samples end in
- * _total; the text format names the counter by its sample. */
+ * _total, info metrics' in _info; the text format names the family by
+ * its sample, and has no info type: a gauge of value 1. */
 static void family(struct om_buf *b, const struct om_input *in,
 		   const char *name, const char *type, const char *unit,
 		   const char *help)
 {
 	bool counter = !strcmp(type, "counter");
-	const char *suffix = counter && !in->openmetrics ? "_total" : "";
+	bool info = !strcmp(type, "info");
+	const char *suffix = in->openmetrics ? "" :
+			     counter ? "_total" : info ? "_info" : "";
+
+	if (info && !in->openmetrics)
+		type = "gauge";
 
 	puts_(b, "# HELP ");
 	puts_(b, name);
@@ -862,7 +888,7 @@ static int rows_prepare(const struct om_input *in, struct om_cache *c,
 	}
 	for (p = 0; p < in->nprocs; p++) {
 		poff[p] = plab->len;
-		put_proc_labels(plab, in->procs[p].pid, &in->procs[p]);
+		put_row_proc_labels(plab, in, in->procs[p].pid, &in->procs[p]);
 	}
 	poff[in->nprocs] = plab->len;
 	for (i = 0; !err && i < s->nrows; i++) {
@@ -882,7 +908,7 @@ static int rows_prepare(const struct om_input *in, struct om_cache *c,
 		} else {
 			/* Not among the processes: labels of its own. */
 			at = plab->len;
-			put_proc_labels(plab, r->pid, NULL);
+			put_row_proc_labels(plab, in, r->pid, NULL);
 			sr->plab_len = (uint32_t)(plab->len - at);
 		}
 		sr->plab = (uint32_t)at;
@@ -911,6 +937,78 @@ static int rows_prepare(const struct om_input *in, struct om_cache *c,
 	sn->texts = g;
 	if (g)
 		g->refs++;
+	return err;
+}
+
+static int pid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * sptrace_process_info: one sample of value 1 per process that has rows
+ * in the exposition, with all its labels, for PromQL to join the
+ * per-query series to on their pid (docs/fleet.md):
+ *   ... * on(instance, pid) group_left(binary) sptrace_process_info
+ * pid 0 (every exited process) is one of them. A pid among the rows but
+ * not among the processes (gone before sptrace saw it) gets the empty
+ * labels its rows have, so that the join keeps its rows too. Written in
+ * both --process-labels modes: dashboards can move to the join first.
+ */
+static int write_process_info(struct om_buf *b, const struct om_input *in)
+{
+	const struct summary *s = in->s;
+	uint32_t *other = NULL, pid;
+	size_t nother = 0, other_cap = 0, i, j;
+	const struct om_process *op;
+	bool *used;
+	int err = 0;
+
+	used = calloc(in->nprocs + 1, sizeof(*used));
+	if (!used)
+		return -ENOMEM;
+	for (i = 0; i < s->nrows; i++) {
+		pid = s->rows[i].pid;
+		if (i && pid == s->rows[i - 1].pid)
+			continue;	/* a process's rows are mostly together */
+		op = proc_of(in, pid);
+		if (op) {
+			used[op - in->procs] = true;
+		} else if (VEC_RESERVE(other, other_cap, nother + 1)) {
+			err = -ENOMEM;
+			goto cleanup;
+		} else {
+			other[nother++] = pid;
+		}
+	}
+	if (nother)
+		qsort(other, nother, sizeof(*other), pid_cmp);
+	family(b, in, "sptrace_process", "info", NULL,
+	       "Labels of each traced process that has series: join on pid for binary and title.");
+	/* Both lists are sorted by pid and have no pid in common. */
+	for (i = j = 0; i < in->nprocs || j < nother;) {
+		if (j < nother && (i == in->nprocs ||
+				   other[j] < in->procs[i].pid)) {
+			pid = other[j++];
+			op = NULL;
+			if (j > 1 && other[j - 2] == pid)
+				continue;
+		} else {
+			op = &in->procs[i];
+			pid = op->pid;
+			if (!used[i++])
+				continue;
+		}
+		puts_(b, "sptrace_process_info{");
+		put_proc_labels(b, pid, op);
+		puts_(b, "} 1\n");
+	}
+	err = b->oom ? -ENOMEM : 0;
+cleanup:
+	free(other);
+	free(used);
 	return err;
 }
 
@@ -1070,6 +1168,9 @@ int openmetrics__snapshot(const struct om_input *in,
 	if (err)
 		goto cleanup;
 	fixed_prepare(sn, in);
+	err = write_process_info(&sn->tail, in);
+	if (err)
+		goto cleanup;
 	if (in->mem)
 		write_mem(&sn->tail, in);
 	write_health(&sn->tail, in);

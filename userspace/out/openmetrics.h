@@ -12,6 +12,18 @@
 #include <stdint.h>
 #include "summary.h"
 
+/*
+ * Where a process's `binary` and `title` labels go (serve
+ * --process-labels). INFO: once per process, on sptrace_process_info,
+ * which PromQL joins on `pid`; the per-query series carry `pid` and
+ * `comm` only. SERIES: also on every per-query series, as they were
+ * before the info metric (dashboards that select on them).
+ */
+enum om_proc_labels {
+	OM_PROC_LABELS_INFO,
+	OM_PROC_LABELS_SERIES,
+};
+
 /* Labels and gauges of one process (pid 0: every exited process). */
 struct om_process {
 	uint32_t pid;
@@ -46,6 +58,7 @@ struct om_input {
 	size_t nprocs;
 	const struct om_health *h;
 	bool openmetrics;		/* OpenMetrics 1.0, else text 0.0.4 */
+	enum om_proc_labels proc_labels;
 	/* Or NULL. The rows' escaped names and formatted numbers from the
 	 * last write: a row whose figures did not change is copied, not
 	 * formatted again. The bytes are those of a write without it. */
