@@ -5,6 +5,7 @@
 # costs with 10,000 distinct queries, and how much memory serve holds, as
 # figures measured in this one run. Needs root, curl and the meson build
 # (userspace/sptrace, tests/hosts/fleet_host). About a minute.
+# PROCESS_LABELS=info|series passes serve --process-labels (default: serve's).
 #
 #   - a host runs 10,000 distinct query names (NAMES) in rounds, every
 #     name in every round (200 ms apart): between two scrapes every row
@@ -66,8 +67,12 @@ cleanup() {
 trap cleanup EXIT
 
 : >"$tmp/serve.err"
-"$sp" serve --listen 127.0.0.1:0 --max-queries 16384 -b "$host" \
-	2>"$tmp/serve.err" &
+# PROCESS_LABELS=series: binary and title on every series (serve
+# --process-labels), to compare both expositions with one build.
+labels=()
+[ -z "${PROCESS_LABELS:-}" ] || labels=(--process-labels "$PROCESS_LABELS")
+"$sp" serve --listen 127.0.0.1:0 --max-queries 16384 "${labels[@]}" \
+	-b "$host" 2>"$tmp/serve.err" &
 spid=$!
 for _ in $(seq 100); do
 	grep -q 'serving http://' "$tmp/serve.err" && break
@@ -162,7 +167,7 @@ cpu=$(median 3 <"$tmp/t1")
 awk -v m="$cpu" 'BEGIN { exit !(m < 50) }' ||
 	fail="$fail; serve's CPU time per cold scrape, median $cpu ms, aim < 50 ms"
 
-echo "scrape bench ($build, $NAMES distinct queries, $(nproc) CPUs, load average $load0 .. $load1)"
+echo "scrape bench ($build, $NAMES distinct queries, process labels ${PROCESS_LABELS:-default}, $(nproc) CPUs, load average $load0 .. $load1)"
 printf '  %-40s %s\n' "body" "$bytes bytes, $lines lines"
 printf '  %-40s %s\n' "cold scrape: serve's CPU time (aim)" "$(stats 3 <"$tmp/t1") over $N, aim < 50 ms"
 printf '  %-40s %s\n' "cold scrape, wall, whole" "$(stats 2 <"$tmp/t1")"

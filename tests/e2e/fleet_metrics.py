@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Helpers of the `sptrace serve` tests: start serve and find its port,
 scrape /metrics, and parse the exposition strictly (every line must be a
-comment or a sample; label values unescaped)."""
+comment or a sample; label values unescaped); a process's labels from its
+own /proc, and from the exposition's sptrace_process_info."""
+import os
 import re
 import signal
 import subprocess
@@ -84,3 +86,38 @@ def value(samples, name, **labels):
     got = [v for n, l, v in samples if n == name and
            all(l.get(k) == str(w) for k, w in labels.items())]
     return got[0] if len(got) == 1 else None
+
+
+def proc_facts(pid):
+    """The labels of process pid as its own /proc says them: comm, the
+    executable, and the title (cmdline's arguments joined by spaces,
+    NUL or space padding trimmed; short titles only: no 127-byte cut)."""
+    with open("/proc/%d/comm" % pid) as f:
+        comm = f.read().rstrip("\n")
+    exe = os.readlink("/proc/%d/exe" % pid)
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        title = f.read().rstrip(b"\0 ").replace(b"\0", b" ").decode()
+    return {"pid": str(pid), "comm": comm, "binary": exe, "title": title}
+
+
+def info_of(samples, pid):
+    """The labels of the one sptrace_process_info sample of pid (None if
+    there is not exactly one, or its value is not 1)."""
+    got = [(l, v) for n, l, v in samples
+           if n == "sptrace_process_info" and l.get("pid") == str(pid)]
+    return got[0][0] if len(got) == 1 and got[0][1] == 1.0 else None
+
+
+def query_pids(samples):
+    """The pids of the per-query series."""
+    return {l.get("pid") for n, l, v in samples if n.startswith("sptrace_query_")}
+
+
+def info_pids(samples):
+    return [l.get("pid") for n, l, v in samples if n == "sptrace_process_info"]
+
+
+def query_label_keys(samples):
+    """The label names the per-query series have, `le` aside."""
+    return {tuple(sorted(k for k in l if k != "le")) for n, l, v in samples
+            if n.startswith("sptrace_query_")}

@@ -6,7 +6,11 @@ a scrape streamed from the exposition as it was when it began (a slow
 reader gets the bytes of a fast one while serve renders again, as many as
 Content-Length says), and a server that keeps serving and tracing under 100
 concurrent scrapes, a stalled client, malformed requests and clients that
-hang up mid-response. Also the listen policy."""
+hang up mid-response. The process labels: per-query series carry query,
+pid and comm; sptrace_process_info, one per pid that has series (pid 0
+too), carries binary and title as the process's own /proc says them;
+--process-labels series puts them back on every series. Also the listen
+policy."""
 import json
 import os
 import signal
@@ -17,7 +21,9 @@ import time
 import urllib.error
 import urllib.request
 
-from fleet_metrics import parse, scrape, start_serve, stop_serve, value
+from fleet_metrics import (info_of, info_pids, parse, proc_facts,
+                           query_label_keys, query_pids, scrape, start_serve,
+                           stop_serve, value)
 from sptest import (SPTRACE, check, eq, finish, host_truth, optional,
                     require_bpf, run)
 
@@ -63,11 +69,22 @@ def check_histograms(s, pid, label):
               (label, q, b[-1][1] if b else None, cnt, inv))
 
 
+def check_info_join(s, label):
+    """Every pid with per-query series has one sptrace_process_info, and
+    no other pid has one: a join on pid loses no series, adds none."""
+    ip = info_pids(s)
+    eq(sorted(ip), sorted(set(ip)), "%s: one sptrace_process_info per pid"
+       % label)
+    eq(set(ip), query_pids(s), "%s: sptrace_process_info for exactly the "
+       "pids of the per-query series" % label)
+
+
 def test_counts_and_lifecycle(url, serve):
     # A first process, run to its end: its counters are exact.
     # Runs about 0.8 s: long enough to be seen alive (labels) under load.
-    p = run([HOST, "--names", "3", "--rounds", "100", "--pause-ms", "5",
-             "--spin-us", "1000"])
+    argv1 = [HOST, "--names", "3", "--rounds", "100", "--pause-ms", "5",
+             "--spin-us", "1000"]
+    p = run(argv1)
     t1 = host_truth(p.stdout)
     s = samples(url)
     for q in ("q00000", "q00001", "q00002"):
@@ -76,8 +93,16 @@ def test_counts_and_lifecycle(url, serve):
         eq(value(s, "sptrace_query_cache_hits_total", query=q, pid=t1["pid"]),
            float(t1["cache_hits_per_name"]), "host 1 %s: cache hits" % q)
     eq(value(s, "sptrace_query_invocations_total", query="q00000",
-             pid=t1["pid"], comm="fleet_host", binary=HOST_REAL),
-       float(t1["invocations_per_name"]), "host 1: comm and binary labels")
+             pid=t1["pid"], comm="fleet_host"),
+       float(t1["invocations_per_name"]), "host 1: comm label")
+    # binary and title once, on the info metric (the title is the argv
+    # the host was given: what the kernel puts in its cmdline).
+    eq(query_label_keys(s), {("comm", "pid", "query")},
+       "per-query series labelled query, pid, comm only")
+    eq(info_of(s, t1["pid"]), {"pid": str(t1["pid"]), "comm": "fleet_host",
+                               "binary": HOST_REAL, "title": " ".join(argv1)},
+       "host 1: sptrace_process_info labels")
+    check_info_join(s, "host 1")
     check_histograms(s, t1["pid"], "host 1")
     lat = value(s, "sptrace_query_latency_seconds_sum", query="q00000",
                 pid=t1["pid"])
@@ -105,6 +130,12 @@ def test_counts_and_lifecycle(url, serve):
         or 0) > 0 and value(s, "sptrace_targets_alive") == 1 else None)(
             samples(url)), "the second process's series")
     check(s is not None, "host 2: its series appear without a restart")
+    # Its labels against its own /proc, read while it runs.
+    if s:
+        eq(info_of(s, h2.pid), proc_facts(h2.pid),
+           "host 2: sptrace_process_info labels = its /proc comm, exe, "
+           "cmdline")
+        check_info_join(s, "hosts 1 and 2")
     h2.send_signal(signal.SIGTERM)
     t2 = host_truth(h2.communicate(timeout=30)[0])
     ev0 = 0
@@ -120,6 +151,12 @@ def test_counts_and_lifecycle(url, serve):
         eq(value(s, "sptrace_targets_alive"), 0.0, "no target alive")
         eq(value(s, "sptrace_exited_processes_total"), 2.0,
            "both processes counted as exited")
+        # Exited within --keep-exited: series and labels of their own.
+        eq(info_of(s, t1["pid"]), {"pid": str(t1["pid"]),
+                                   "comm": "fleet_host", "binary": HOST_REAL,
+                                   "title": " ".join(argv1)},
+           "host 1 exited: its sptrace_process_info kept")
+        check_info_join(s, "both exited")
         ev0 = value(s, "sptrace_evicted_rows_total")
     # After --keep-exited, the series of exited processes leave /metrics.
     s = wait_for(lambda: (lambda s: s if value(
@@ -131,7 +168,10 @@ def test_counts_and_lifecycle(url, serve):
                                  l["pid"] != "0"],
           "exited processes' series gone after --keep-exited")
     # ... and their figures are in the pid="0" series, so that sums over
-    # processes never go down.
+    # processes never go down; the info metric of pid 0 joins them.
+    eq(info_of(s or [], 0), {"pid": "0", "comm": "(exited)", "binary": "",
+                             "title": ""}, "pid 0: sptrace_process_info")
+    check_info_join(s or [], "after --keep-exited")
     for q in ("q00000", "q00001", "q00002"):
         eq(value(s or [], "sptrace_query_invocations_total", query=q, pid=0,
                  comm="(exited)"),
@@ -147,12 +187,17 @@ def test_openmetrics(url):
     check(ctype.startswith("application/openmetrics-text; version=1.0.0"),
           "openmetrics: content type %r" % ctype)
     check(text.endswith("\n# EOF\n"), "openmetrics: ends with # EOF")
+    check("\n# TYPE sptrace_process info\n" in text,
+          "openmetrics: sptrace_process is an info family")
     check("# UNIT sptrace_query_latency_seconds seconds" in text,
           "openmetrics: UNIT lines")
     status, ctype, text = scrape(url)
     check(ctype.startswith("text/plain; version=0.0.4"),
           "text format: content type %r" % ctype)
     check("# EOF" not in text, "text format: no # EOF")
+    check("\n# TYPE sptrace_process_info gauge\n" in text and
+          "\nsptrace_process_info{" in text,
+          "text format: sptrace_process_info a gauge, with samples")
     if optional(os.access("/usr/bin/promtool", os.X_OK),
                 "/usr/bin/promtool (Debian: prometheus)"):
         p = subprocess.run(["/usr/bin/promtool", "check", "metrics"],
@@ -745,6 +790,52 @@ def test_batch_fallback_unknown():
                     pr.wait()
 
 
+def test_process_labels_series():
+    """--process-labels series: binary and title on every per-query series
+    again (and the info metric still there), equal to the host's /proc;
+    promtool accepts it. A bad value: one line, exit 1, before tracing."""
+    p = run([SPTRACE, "serve", "--process-labels", "both", "-b", HOST])
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 1 and len(lines) == 1 and
+          lines[0].startswith("sptrace: ") and
+          "--process-labels 'both'" in lines[0] and "info or series" in lines[0],
+          "--process-labels both refused in one line: %r" % p.stderr)
+    serve, url = start_serve(["--process-labels", "series", "-b", HOST])
+    if not url:
+        stop_serve(serve)
+        return
+    h = subprocess.Popen([HOST, "--names", "2", "--pause-ms", "5"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        s = wait_for(lambda: (lambda s: s if (value(
+            s, "sptrace_query_invocations_total", query="q00001",
+            pid=h.pid) or 0) > 0 else None)(samples(url)), "the host's series")
+        if s:
+            facts = proc_facts(h.pid)
+            eq(query_label_keys(s),
+               {("binary", "comm", "pid", "query", "title")},
+               "series: per-query series labelled query, pid, comm, "
+               "binary, title")
+            bad = [(n, l) for n, l, v in s if n.startswith("sptrace_query_")
+                   and {k: l[k] for k in facts} != facts]
+            check(not bad, "series: every series of the host has its /proc "
+                  "labels %r (not: %r)" % (facts, bad[:2]))
+            eq(info_of(s, h.pid), facts,
+               "series: sptrace_process_info still there")
+            check_info_join(s, "series")
+        status, ctype, text = scrape(url)
+        if optional(os.access("/usr/bin/promtool", os.X_OK),
+                    "/usr/bin/promtool (Debian: prometheus)"):
+            p = subprocess.run(["/usr/bin/promtool", "check", "metrics"],
+                               input=text, capture_output=True, text=True)
+            eq(p.returncode, 0, "series: promtool check metrics accepts it: "
+               "%r" % (p.stdout + p.stderr)[:300])
+    finally:
+        h.send_signal(signal.SIGTERM)
+        h.communicate(timeout=30)
+        eq(stop_serve(serve), 0, "series: serve exits 0")
+
+
 def test_listen_policy():
     for bad, why in ((":9464", "no address"), ("example.com:9464", "numeric"),
                      ("127.0.0.1:99999", "port")):
@@ -793,5 +884,6 @@ test_shared_address_space()
 test_mem()
 test_batch_fallback()
 test_batch_fallback_unknown()
+test_process_labels_series()
 test_listen_policy()
 finish()

@@ -5,13 +5,17 @@ timed by the host inside and outside its probes): a scrape names exactly
 the N rows of most self time, each with its exact counts and a self time
 between the host's two readings; every other row is summed into the
 process's `<other>` row, exactly; sptrace_folded_rows says how many. With
-N at least the number of rows nothing is folded."""
+N at least the number of rows nothing is folded. The `<other>` row keeps
+its process's pid, so sptrace_process_info joins it to the host's
+executable."""
 import os
 
-from fleet_metrics import parse, scrape, start_serve, stop_serve, value
+from fleet_metrics import (info_of, info_pids, parse, query_pids, scrape,
+                           start_serve, stop_serve, value)
 from sptest import check, eq, finish, host_truth, require_bpf, run
 
 HOST = os.environ["FLEET_HOST"]
+HOST_REAL = os.path.realpath(HOST)
 NAMES = 8
 ROUNDS = 20
 SPIN_US = 100
@@ -83,6 +87,12 @@ def check_top(n):
                "--top %d: <other> latency histogram count" % n)
         eq(value(s, "sptrace_folded_rows"), float(len(folded)),
            "--top %d: sptrace_folded_rows" % n)
+        # The host runs 0.5 s: seen alive, labelled.
+        eq((info_of(s, pid) or {}).get("binary"), HOST_REAL,
+           "--top %d: sptrace_process_info of the host (and so of its "
+           "<other> row) names its executable" % n)
+        eq(sorted(info_pids(s)), sorted(query_pids(s)),
+           "--top %d: one sptrace_process_info per pid with series" % n)
     finally:
         eq(stop_serve(serve), 0, "--top %d: serve exits 0" % n)
 

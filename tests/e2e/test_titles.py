@@ -2,9 +2,10 @@
 """Process titles (/proc/PID/cmdline, rewritten by the process as
 PostgreSQL's backends do): the exact title of each process in --per-pid
 JSON, CSV and table, the last one a process had alive, cut at 127 bytes
-with "..."; in serve, a `title` label taken at first sight that does not
-change when the process retitles itself; in a recording, the title at the
-process's first event, which export --chrome makes its process_name.
+with "..."; in serve, the `title` label of sptrace_process_info taken at
+first sight that does not change when the process retitles itself; in a
+recording, the title at the process's first event, which export --chrome
+makes its process_name.
 Truth: the titles the host processes wrote and printed."""
 import csv
 import io
@@ -102,9 +103,14 @@ def test_serve():
         labels = []
         for i in range(2):
             s = parse(scrape(url)[2])
+            # The title is a label of sptrace_process_info, one per
+            # process with series (docs/fleet.md).
+            pids = {l["pid"] for n, l, v in s
+                    if n == "sptrace_query_invocations_total" and
+                    l.get("query") == "t_work"}
             labels.append({int(l["pid"]): l.get("title") for n, l, v in s
-                           if n == "sptrace_query_invocations_total" and
-                           l.get("query") == "t_work"})
+                           if n == "sptrace_process_info" and
+                           l["pid"] in pids})
             time.sleep(0.5)
         want = {pid: kept(t["t1"]) for pid, t in truth.items()}
         eq(labels[0], want, "serve: title label = the title at first sight")
