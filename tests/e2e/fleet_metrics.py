@@ -91,12 +91,15 @@ def value(samples, name, **labels):
 def proc_facts(pid):
     """The labels of process pid as its own /proc says them: comm, the
     executable, and the title (cmdline's arguments joined by spaces,
-    NUL or space padding trimmed; short titles only: no 127-byte cut)."""
+    NUL or space padding trimmed, over 127 bytes cut to 124 and "...";
+    ASCII titles only)."""
     with open("/proc/%d/comm" % pid) as f:
         comm = f.read().rstrip("\n")
     exe = os.readlink("/proc/%d/exe" % pid)
     with open("/proc/%d/cmdline" % pid, "rb") as f:
         title = f.read().rstrip(b"\0 ").replace(b"\0", b" ").decode()
+    if len(title) > 127:
+        title = title[:124] + "..."
     return {"pid": str(pid), "comm": comm, "binary": exe, "title": title}
 
 

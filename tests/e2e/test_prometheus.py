@@ -11,25 +11,31 @@ against Prometheus's interpolation applied to those bounds; every stored
 sample of the counter against the host's count at the sample's timestamp;
 rate() against the host's counts at the samples' times, through
 Prometheus's extrapolation. A second
-sptrace traces the same run and must agree with the host too. Missing
+sptrace traces the same run and must agree with the host too. The process
+labels: a join on sptrace_process_info (group_left) gives the host's
+series the executable and title its own /proc has, and every PromQL
+example of docs/fleet.md runs (its joins with the host's labels). Missing
 prometheus: fails in CI, skips otherwise."""
 import bisect
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
-from fleet_metrics import start_serve, stop_serve
+from fleet_metrics import proc_facts, start_serve, stop_serve
 from sptest import (SPTRACE, check, eq, finish, host_truth, require,
                     require_bpf, rows, tmpfile)
 
 HOST = os.environ["FLEET_HOST"]
+SRC = os.environ["SOURCE_ROOT"]
 PROMETHEUS = "/usr/bin/prometheus"
 # The fixed bounds of sptrace_query_latency_seconds (docs/fleet.md).
 LADDER = [float("%de%d" % (m, e)) for e in range(-6, 1) for m in (1, 2, 5)] + [10.0]
@@ -147,6 +153,72 @@ def prom_rate(samples, t_eval, rng, inc, first_v=None):
     return inc * (interval / sampled) / rng
 
 
+def check_join(base, sel, pid, facts, n):
+    eq(facts["binary"], os.path.realpath(HOST), "the host's /proc/PID/exe "
+       "is its path")
+    got = query_labeled(base, "sptrace_query_invocations_total%s" % sel)
+    eq([sorted(k for k in m if k not in ("job", "instance", "__name__"))
+        for m, v in got], [["comm", "pid", "query"]],
+       "Prometheus: the series' labels are query, pid, comm")
+    got = query_labeled(base, "sptrace_query_invocations_total%s * on(instance,"
+                        " pid) group_left(binary, title) sptrace_process_info"
+                        % sel)
+    eq([(m.get("pid"), m.get("comm"), m.get("binary"), m.get("title"), v)
+        for m, v in got],
+       [(str(pid), facts["comm"], facts["binary"], facts["title"], float(n))],
+       "Prometheus: group_left(binary, title) gives the host's series its "
+       "executable and title (its /proc: %r)" % facts)
+    got = query_labeled(base, 'sum by (binary) (sptrace_query_invocations_'
+                        'total{job="sptrace",query="q00000"} * on(instance, '
+                        'pid) group_left(binary) sptrace_process_info)')
+    eq(got, [({"binary": facts["binary"]}, float(n))],
+       "Prometheus: sum by (binary) through the join")
+
+
+def doc_queries():
+    """The PromQL examples of docs/fleet.md's ```promql block: one per
+    run of lines between comments and blank lines."""
+    with open(os.path.join(SRC, "docs", "fleet.md")) as f:
+        text = f.read()
+    out = []
+    for block in re.findall(r"^```promql\n(.*?)^```", text, re.M | re.S):
+        cur = []
+        for line in block.split("\n") + [""]:
+            if line.strip() and not line.lstrip().startswith("#"):
+                cur.append(line.strip())
+            elif cur:
+                out.append(" ".join(cur))
+                cur = []
+    return out
+
+
+def check_doc_examples(base, facts):
+    """Each example as written (the placeholder executable is the host's):
+    Prometheus runs it; one that joins a label gets the host's value."""
+    qs = doc_queries()
+    check(len(qs) >= 8, "docs/fleet.md: the PromQL examples found (%d)"
+          % len(qs))
+    for q in qs:
+        q = q.replace("/usr/bin/myserver", facts["binary"])
+        url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                data = json.load(r)
+        except urllib.error.HTTPError as e:
+            data = {"status": "error", "error": e.read().decode()[:300]}
+        if not eq(data.get("status"), "success",
+                  "docs example runs: %s (%s)" % (q, data.get("error"))):
+            continue
+        # A join finds the host (a selector on its binary too), and a
+        # label it keeps is the host's.
+        res = data["data"]["result"]
+        for lab in re.findall(r"group_left\((\w+)\)", q):
+            check(res and all(x["metric"].get(lab, facts[lab]) == facts[lab]
+                              for x in res),
+                  "docs example %s: found, %s the host's %r (%r)" %
+                  (q, lab, facts[lab], [x["metric"] for x in res][:3]))
+
+
 def run_test(tmp):
     serve, url = start_serve(["-b", HOST])
     if not url:
@@ -194,7 +266,9 @@ def run_test(tmp):
                                  "--spin-us", "300", "--slow-every", "20",
                                  "--slow-us", "3000", "--times", times],
                                 stdout=subprocess.PIPE, text=True)
-        time.sleep(10)
+        time.sleep(1)
+        facts = proc_facts(host.pid)    # its own labels, while it runs
+        time.sleep(9)
         host.send_signal(signal.SIGTERM)
         truth = host_truth(host.communicate(timeout=30)[0])
         t1 = time.time()
@@ -353,6 +427,11 @@ def run_test(tmp):
         # After the run the counter is flat: rate 0.
         eq(one(base, "rate(sptrace_query_invocations_total%s[4s])" % sel), 0.0,
            "rate() after the run is 0")
+        # The process labels: binary and title from sptrace_process_info,
+        # joined on the pid, are the host's own; the series alone carry
+        # query, pid and comm.
+        check_join(base, sel, host.pid, facts, n)
+        check_doc_examples(base, facts)
         # Health metrics made it too.
         eq(query(base, 'sptrace_lost_events_total{job="sptrace"}'), [0.0],
            "Prometheus: lost events 0")
