@@ -176,12 +176,12 @@ def check_join(base, sel, pid, facts, n):
 
 
 def doc_queries():
-    """The PromQL examples of docs/fleet.md's ```promql block: one per
+    """The PromQL examples of docs/fleet.md's ```promql blocks: one per
     run of lines between comments and blank lines."""
     with open(os.path.join(SRC, "docs", "fleet.md")) as f:
         text = f.read()
     out = []
-    for block in re.findall(r"^```promql\n(.*?)^```", text, re.M | re.S):
+    for block in re.findall(r"^ *```promql\n(.*?)^ *```", text, re.M | re.S):
         cur = []
         for line in block.split("\n") + [""]:
             if line.strip() and not line.lstrip().startswith("#"):
@@ -194,9 +194,11 @@ def doc_queries():
 
 def check_doc_examples(base, facts):
     """Each example as written (the placeholder executable is the host's):
-    Prometheus runs it; one that joins a label gets the host's value."""
+    Prometheus runs it, with a result unless it is an alert (`> 0`); one
+    that names binary or title takes them from sptrace_process_info (the
+    series have neither), and gets the host's values."""
     qs = doc_queries()
-    check(len(qs) >= 8, "docs/fleet.md: the PromQL examples found (%d)"
+    check(len(qs) >= 11, "docs/fleet.md: the PromQL examples found (%d)"
           % len(qs))
     for q in qs:
         q = q.replace("/usr/bin/myserver", facts["binary"])
@@ -212,6 +214,9 @@ def check_doc_examples(base, facts):
         # A join finds the host (a selector on its binary too), and a
         # label it keeps is the host's.
         res = data["data"]["result"]
+        check(res or "> 0" in q, "docs example %s: a result" % q)
+        check("group_left" in q or not re.search(r"\b(binary|title)\b", q),
+              "docs example %s: binary and title through the join" % q)
         for lab in re.findall(r"group_left\((\w+)\)", q):
             check(res and all(x["metric"].get(lab, facts[lab]) == facts[lab]
                               for x in res),
