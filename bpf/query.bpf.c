@@ -25,6 +25,7 @@
 #include <sptrace/batch_abi.h>
 #include <sptrace/tsc_map.h>
 #include <sptrace/hist.h>
+#include <sptrace/ladder.h>
 #include <sptrace/qstack.h>
 #include <sptrace/spec_norm.h>
 #include <sptrace/record_abi.h>
@@ -210,6 +211,12 @@ const volatile __u64 wakeup_bytes = SP_DEFAULT_RINGBUF / 4;
 /* Set before load by --follow. */
 const volatile bool follow = false;
 
+/* Set before load by `sptrace serve`: `hist` counts an invocation under its
+ * ladder slot (include/sptrace/ladder.h), exact at the bounds serve shows,
+ * in at most 23 entries per query; every other command keeps the fine
+ * buckets its percentiles need. */
+const volatile bool ladder = false;
+
 /* Set before load by --query: its lines, and how many tracks they use. */
 const volatile struct sp_spec_line spec_lines[SP_SPEC_MAX_LINES];
 const volatile __u32 spec_ntracks = 0;
@@ -370,7 +377,9 @@ static __always_inline struct sp_query_stats *query_row(__u32 tgid, __u64 name)
 static __always_inline void hist_add(__u32 tgid, __u64 name, __u64 ns)
 {
 	struct sp_hist_key key = {
-		.name = name, .tgid = tgid, .bucket = sp_hist_bucket(ns),
+		.name = name, .tgid = tgid,
+		.bucket = ladder ? sp_ladder_hist_bucket(ns) :
+				   sp_hist_bucket(ns),
 	};
 	__u64 one = 1, *v;
 	long err;

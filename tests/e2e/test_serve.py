@@ -591,6 +591,56 @@ def test_changes_between_scrapes(url):
             h.wait()
 
 
+def test_exact_at_bounds(url):
+    """Counts at a bound are exact: serve has the kernel count each
+    invocation by its ladder slot (include/sptrace/ladder.h), so one of
+    9.98 ms is under le=0.01 although the fine kernel bucket that holds it,
+    [9961472, 10223615] ns, reaches past 10 ms (fine buckets would count it
+    from le=0.02 only). Truth: the host's clock inside and outside the
+    probes (fleet_host --steps); an invocation the two readings put on
+    both sides of the bound (preempted in a probe) may count either way."""
+    h = subprocess.Popen([HOST, "--names", "2", "--steps"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    # name, bound, its `le`, busy-waits (us) just under and just over it
+    cases = ((0, 1000000, "0.001", (990, 1010), 40),
+             (1, 10000000, "0.01", (9980, 10020), 20))
+    try:
+        lat = {}
+        for i, bound, le, spins, n in cases:
+            lat[i] = []
+            for us in spins:
+                h.stdin.write("q %d %d %d\n" % (i, us, n))
+                h.stdin.flush()
+                r = json.loads(h.stdout.readline())
+                lat[i] += list(zip(r["inner_ns"], r["outer_ns"]))
+        for i, bound, le, spins, n in cases:
+            q = "q%05d" % i
+            s = wait_for(lambda: (lambda s: s if value(
+                s, "sptrace_query_latency_seconds_count", query=q,
+                pid=h.pid) == 2 * n else None)(samples(url)),
+                "%s: all %d invocations scraped" % (q, 2 * n))
+            if not s:
+                continue
+            got = value(s, "sptrace_query_latency_seconds_bucket", query=q,
+                        pid=h.pid, le=le)
+            sure = sum(1 for a, b in lat[i] if b <= bound)
+            maybe = sum(1 for a, b in lat[i] if a <= bound)
+            check(got is not None and sure <= got <= maybe,
+                  "%s le=%s: %s invocations, the host's clock says %d "
+                  "(%d more on the bound)" % (q, le, got, sure, maybe - sure))
+            # The check can fail: most invocations under the bound were
+            # surely under it by the host's clock.
+            check(sure >= n // 4, "%s: %d of %d invocations surely <= %d ns"
+                  % (q, sure, n, bound))
+        h.stdin.close()
+        eq(h.wait(timeout=30), 0, "bounds host exits 0")
+    finally:
+        if h.poll() is None:
+            h.kill()
+            h.wait()
+
+
 def test_many_processes():
     """Bounded kernel maps: 20 processes of 3 queries each, one after the
     other, through a `queries` map of 16 rows. Without eviction it would be
@@ -877,6 +927,7 @@ try:
         test_load(url, serve)
         test_streamed_snapshot(url, serve)
         test_changes_between_scrapes(url)
+        test_exact_at_bounds(url)
 finally:
     eq(stop_serve(serve), 0, "serve exits 0 on Ctrl-C")
 test_many_processes()

@@ -542,12 +542,12 @@ static void test_bound_rule(void)
 		uint64_t lo = sp_hist_bucket_lo(bkt);
 		int k;
 
-		for (k = 0; k < OM_NBOUNDS && top > om_bounds_ns[k]; k++)
+		for (k = 0; k < OM_NBOUNDS && top > sp_ladder_ns[k]; k++)
 			;
 		if (k < OM_NBOUNDS)
-			CHECK(top <= om_bounds_ns[k]);
+			CHECK(top <= sp_ladder_ns[k]);
 		if (k > 0)
-			CHECK(top > om_bounds_ns[k - 1]);
+			CHECK(top > sp_ladder_ns[k - 1]);
 		if (lo >= SP_HIST_SUB)
 			CHECK((top - lo + 1) * SP_HIST_SUB <= lo);
 	}

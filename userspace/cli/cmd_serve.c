@@ -169,6 +169,9 @@ static int parse_args(int argc, char **argv, struct serve_env *env)
 	}
 	if (optind < argc)
 		env->so.cmd = &argv[optind];
+	/* The exposition has only the ladder's bounds: counted by them in
+	 * the kernel, exactly, in fewer `hist` entries to read. */
+	env->so.hist_ladder = true;
 	if (!env->so.npids && !env->so.nbinaries && !env->so.cmd) {
 		sp_err("serve: no targets (give -b PATH, -p PID or -- CMD)");
 		return -EINVAL;

@@ -110,6 +110,7 @@ static int open_and_load(struct query_provider *qp, bool multi, bool batch)
 	}
 	qp->skel->rodata->record = o->record;
 	qp->skel->rodata->follow = qp->follow;
+	qp->skel->rodata->ladder = o->hist_ladder;
 	specs_rodata(qp);
 	err = qp->follow ? bpf_map__reuse_fd(qp->skel->maps.followed,
 					     qp->followed_fd) :

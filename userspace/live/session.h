@@ -44,6 +44,9 @@ struct session_opts {
 	bool record;
 	uint32_t classes;
 	uint32_t ringbuf_bytes;		/* 0: default */
+	/* serve: latencies counted by ladder slot (sptrace/ladder.h), not
+	 * by fine bucket; no percentile can be read from them. */
+	bool hist_ladder;
 };
 
 /* Called from the wait loop when `fd` is readable and every 50 ms. 0,

@@ -7,12 +7,12 @@
  * into every line of that row, numbers are formatted without printf, and
  * seconds are written as exact decimals of the nanosecond counts.
  *
- * The latency histogram has fixed bounds (om_bounds_ns). The kernel's
- * log-linear buckets are finer; a kernel bucket is counted under an `le`
- * only if its whole range is <= le, so an observation within one kernel
- * bucket (3%) below a bound may be counted under the next bound up: the
- * cumulative count at a bound is never too high, and at most one kernel
- * bucket's content too low.
+ * The latency histogram has fixed bounds (sptrace/ladder.h). A kernel
+ * bucket is counted under an `le` only if its whole range is <= le. serve
+ * has the kernel count by ladder slot, one bucket per slot that lies
+ * within it, so its counts are exact; from fine buckets an observation
+ * within one kernel bucket (3%) below a bound would be counted under the
+ * next bound up (never too high, at most one kernel bucket too low).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,13 +21,6 @@
 #include "openmetrics.h"
 #include "text.h"
 #include "vec.h"
-
-const uint64_t om_bounds_ns[OM_NBOUNDS] = {
-	1000, 2000, 5000, 10000, 20000, 50000,
-	100000, 200000, 500000, 1000000, 2000000, 5000000,
-	10000000, 20000000, 50000000, 100000000, 200000000, 500000000,
-	1000000000, 2000000000, 5000000000, 10000000000,
-};
 
 static const char *const bound_str[OM_NBOUNDS] = {
 	"1e-06", "2e-06", "5e-06", "1e-05", "2e-05", "5e-05",
@@ -525,7 +518,7 @@ static int row_format(struct om_row *e, const struct sp_query_row *r,
 		uint64_t top = sp_hist_bucket_hi(r->bins[j].bucket) - 1;
 
 		/* Bins are sorted: the bound index only grows. */
-		while (k < OM_NBOUNDS && top > om_bounds_ns[k])
+		while (k < OM_NBOUNDS && top > sp_ladder_ns[k])
 			k++;
 		cum[k] += r->bins[j].count;
 	}

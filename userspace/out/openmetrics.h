@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sptrace/ladder.h>
 #include "summary.h"
 
 /*
@@ -72,10 +73,9 @@ struct om_buf {
 	bool oom;
 };
 
-/* The fixed `le` bounds of the latency histogram, in ns (1-2-5 from 1 us
- * to 10 s), then +Inf. */
-#define OM_NBOUNDS 22
-extern const uint64_t om_bounds_ns[OM_NBOUNDS];
+/* The fixed `le` bounds of the latency histogram: sp_ladder_ns, in ns
+ * (1-2-5 from 1 us to 10 s), then +Inf. */
+#define OM_NBOUNDS SP_LADDER_NBOUNDS
 
 /* NULL if out of memory. */
 struct om_cache *om_cache__new(void);
