@@ -275,27 +275,6 @@ static const struct sample *find(const struct parsed *p, const char *name,
 	return NULL;
 }
 
-static char *render(const struct summary *s, const struct om_process *procs,
-		    size_t nprocs, bool om)
-{
-	struct om_health h = { .attached_probes = 7, .targets_alive = 1 };
-	struct om_buf b = {};
-	struct om_input in = { .s = s, .procs = procs, .nprocs = nprocs,
-			       .h = &h, .openmetrics = om };
-
-	char *text;
-
-	CHECK(openmetrics__write(&b, &in) == 0);
-	text = malloc(b.len + 1);
-	if (!text)
-		abort();
-	memcpy(text, b.p, b.len);
-	text[b.len] = 0;
-	om_buf__free(&b);
-	return text;
-}
-
-
 static char *render_mode(const struct summary *s,
 			 const struct om_process *procs, size_t nprocs,
 			 bool om, enum om_proc_labels mode)
@@ -315,6 +294,13 @@ static char *render_mode(const struct summary *s,
 	text[b.len] = 0;
 	om_buf__free(&b);
 	return text;
+}
+
+/* The exposition with the default process labels (info). */
+static char *render(const struct summary *s, const struct om_process *procs,
+		    size_t nprocs, bool om)
+{
+	return render_mode(s, procs, nprocs, om, OM_PROC_LABELS_INFO);
 }
 
 static void add_row(struct summary *s, const char *name, uint32_t pid,
