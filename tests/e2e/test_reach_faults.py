@@ -110,7 +110,7 @@ def maps_has(pid, path):
 # report; never a crash or a hang. An error is right only for a target that
 # was gone before sptrace gave up: sptrace must have run at least as long
 # as the target lived (MS after it was started). Loading and verifying
-# the BPF object alone takes about a second on the idle VM and 3-4 s while
+# the BPF object alone takes about 1.9 s on the idle VM and 3-4 s while
 # CI runs the ASan suite next to it (every target up to 3 s exited first
 # in one CI run): 6 and 12 s are there so that some target outlives the
 # attach under load.
