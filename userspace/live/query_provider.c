@@ -992,14 +992,23 @@ static void destroy_spec_links(struct query_provider *qp)
 	qp->nspec_links = 0;
 }
 
-static void qp_detach(void *ctx)
+/* The attacher's counts of files, kept past its destruction at detach:
+ * read while tracing (--interval, serve) and for the last report. A file
+ * whose sp:tsc watch was refused is one of them. */
+static void keep_file_counts(struct query_provider *qp)
 {
-	struct query_provider *qp = ctx;
 	if (qp->att.batched_files || qp->att.event_files) {
 		qp->batched_files = qp->att.batched_files;
 		qp->event_files = qp->att.event_files;
 		qp->tsc_unwatched = qp->att.watch_refused;
 	}
+}
+
+static void qp_detach(void *ctx)
+{
+	struct query_provider *qp = ctx;
+
+	keep_file_counts(qp);
 	attacher__destroy(&qp->att);
 	drain_rings(qp);
 	attacher__destroy(&qp->fatt);
@@ -1067,7 +1076,6 @@ static int tag_name(void *ctx, __u64 name, char *buf, size_t len)
 int query_provider__read(struct query_provider *qp, const struct session *ss,
 			 struct summary *s)
 {
-	size_t nbatched = qp->batched_files, nevent = qp->event_files;
 	int err;
 
 	s->duration_ns = session__duration(ss);
@@ -1075,18 +1083,11 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 	 * that have not flushed since (one blocked, say) count now. */
 	if (qp->batch && !qp->drained && qp->skel && qp->att.batched_files)
 		(void)batch_drain__run(qp->skel);	/* reported */
-	/* While tracing (--interval, serve) the attacher has the counts;
-	 * qp keeps them past detaching. */
-	if (qp->att.batched_files || qp->att.event_files) {
-		nbatched = qp->att.batched_files;
-		nevent = qp->att.event_files;
-	}
-	s->events_mode = !nbatched ? "per-event" :
-			 nevent ? "mixed" : "batched";
+	keep_file_counts(qp);
+	s->events_mode = !qp->batched_files ? "per-event" :
+			 qp->event_files ? "mixed" : "batched";
 	/* Fallbacks are told by sp:tsc hits (query.bpf.c): not where another
 	 * tracer's uprobe there kept sptrace from watching it. */
-	if (qp->att.watch_refused)
-		qp->tsc_unwatched = qp->att.watch_refused;
 	s->batch_fallback_unknown = qp->tsc_unwatched > 0;
 	if (!qp->names)
 		qp->names = query_names__new();
