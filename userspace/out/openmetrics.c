@@ -514,14 +514,11 @@ static int row_format(struct om_row *e, const struct sp_query_row *r,
 	long off;
 	int k;
 
-	for (j = 0, k = 0; j < r->nbins; j++) {
-		uint64_t top = sp_hist_bucket_hi(r->bins[j].bucket) - 1;
-
-		/* Bins are sorted: the bound index only grows. */
-		while (k < OM_NBOUNDS && top > sp_ladder_ns[k])
-			k++;
-		cum[k] += r->bins[j].count;
-	}
+	/* Each bin under the first bound at or above its largest value:
+	 * ladder.h's rule, the one its unit test holds the BPF side to. */
+	for (j = 0; j < r->nbins; j++)
+		cum[sp_ladder_bucket_slot(r->bins[j].bucket)] +=
+			r->bins[j].count;
 	if (e->formatted && old && !memcmp(&e->st, &r->st, sizeof(e->st)) &&
 	    !memcmp(e->cum, cum, sizeof(cum))) {
 		const struct om_text *was = text_at(old, e->toff);
