@@ -522,6 +522,20 @@ sp__batch_start(struct sp__batch *b, void *me)
 	b->magic = SP__BATCH_MAGIC;
 }
 
+/* A new ring, zeroed, that a fork gives the child zeroed again; NULL if
+ * mmap failed. */
+static __inline__ __attribute__((always_inline, unused)) struct sp__batch *
+sp__batch_map(void)
+{
+	/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
+	void *p = sp__mmap(0, sizeof(struct sp__batch), 3, 0x22, -1, 0);
+
+	if (p == (void *)-1)
+		return 0;
+	(void)sp__madvise(p, sizeof(struct sp__batch), 18 /* MADV_WIPEONFORK */);
+	return (struct sp__batch *)p;
+}
+
 /* The calling thread's ring: its own (restarted if a fork wiped it), a new
  * mapping whose key destructor unmaps it, or, without a key, one from the
  * list (a dead thread's left in this TLS slot) or a new one put there.
@@ -565,12 +579,8 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 		 * (busy too: the wipe may have cut an append short). */
 		sp__batch_start(b, me);
 	} else if (sp__batch_key_ready()) {
-		/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
-		b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22, -1, 0);
-		if (b == (struct sp__batch *)-1) {
-			b = 0;
-		} else {
-			(void)sp__madvise(b, sizeof(*b), 18 /* MADV_WIPEONFORK */);
+		b = sp__batch_map();
+		if (b) {
 			sp__batch_start(b, me);
 			if (sp__setspecific(sp__batch_key, b)) {
 				/* Cannot happen below key 32; if it did,
@@ -589,11 +599,8 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 				break;
 		}
 		if (!b) {
-			b = (struct sp__batch *)sp__mmap(0, sizeof(*b), 3, 0x22,
-							 -1, 0);
-			if (b != (struct sp__batch *)-1) {
-				(void)sp__madvise(b, sizeof(*b),
-						  18 /* MADV_WIPEONFORK */);
+			b = sp__batch_map();
+			if (b) {
 				b->owner = me;
 				head = sp__batch_list;
 				do
@@ -602,8 +609,6 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 								    &head, b, 0,
 								    __ATOMIC_RELEASE,
 								    __ATOMIC_RELAXED));
-			} else {
-				b = 0;
 			}
 		}
 		if (b)
