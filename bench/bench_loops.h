@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@ static double now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-__attribute__((noinline)) static void loop_empty(unsigned long n)
+__attribute__((noinline, unused)) static void loop_empty(unsigned long n)
 {
 	unsigned long i;
 
@@ -34,7 +35,7 @@ __attribute__((noinline)) static void loop_empty(unsigned long n)
 		BARRIER();
 }
 
-__attribute__((noinline)) static void loop_pair(unsigned long n)
+__attribute__((noinline, unused)) static void loop_pair(unsigned long n)
 {
 	unsigned long i;
 
@@ -45,7 +46,25 @@ __attribute__((noinline)) static void loop_pair(unsigned long n)
 	}
 }
 
-__attribute__((noinline)) static void loop_syscall(unsigned long n)
+/* The pair named by run-time text (SP_QUERY_BEGIN_STR): a buffer the
+ * compiler cannot see through, not NUL-terminated, interned at each probe
+ * while traced (a hash and a compare of its 8 bytes). */
+__attribute__((noinline, unused)) static void loop_strpair(unsigned long n)
+{
+	char name[16];
+	volatile size_t len = 8;
+	unsigned long i;
+
+	memcpy(name, "bench_rt#", 9);
+	BARRIER();
+	for (i = 0; i < n; i++) {
+		SP_QUERY_BEGIN_STR(name, len);
+		BARRIER();
+		SP_QUERY_END_STR(name, len);
+	}
+}
+
+__attribute__((noinline, unused)) static void loop_syscall(unsigned long n)
 {
 	unsigned long i;
 
@@ -53,7 +72,7 @@ __attribute__((noinline)) static void loop_syscall(unsigned long n)
 		syscall(SYS_getppid);
 }
 
-__attribute__((noinline)) static void loop_sdt(unsigned long n)
+__attribute__((noinline, unused)) static void loop_sdt(unsigned long n)
 {
 	static const char name[] = "bench";
 	unsigned long i;

@@ -9,6 +9,12 @@
 #   bench_need FILE...             each one built and executable
 #   bench_root                     running as root (uprobes need it)
 #   bench_bpf_stats_on             BPF run-time statistics on, until $! dies
+#   bench_pg_start DIR OPTS...     a throw-away PostgreSQL 15 cluster in
+#                                  DIR (private socket DIR/sock, no TCP),
+#                                  postgres' extra -c OPTS; sets pgbin,
+#                                  pm (the postmaster's pid)
+#   bench_pg_stop DIR              stops it (also half-started) and
+#                                  removes DIR: for the EXIT trap
 # die exits with $BENCH_DIE, 1 unless the script keeps 1 for "a target
 # was missed" and sets 2.
 
@@ -55,4 +61,31 @@ signal.pause()' &
 
 bench_root() {
 	[ "$(id -u)" -eq 0 ] || die "must run as root: attaching uprobes needs it"
+}
+
+bench_pg_stop() {
+	local dir=$1
+
+	if [ -f "$dir/data/postmaster.pid" ]; then
+		runuser -u postgres -- "$pgbin/pg_ctl" -D "$dir/data" -m immediate \
+			-w -t 30 stop >/dev/null 2>&1 ||
+			kill -KILL "$(head -1 "$dir/data/postmaster.pid")" 2>/dev/null || true
+	fi
+	rm -rf "$dir"
+}
+
+bench_pg_start() {
+	local dir=$1
+
+	shift
+	pgbin=/usr/lib/postgresql/15/bin
+	[ -x "$pgbin/postgres" ] || die "$pgbin/postgres: PostgreSQL 15 is not installed (apt-get install postgresql-15)"
+	id postgres >/dev/null 2>&1 || die "no 'postgres' user to run the cluster as"
+	chown postgres: "$dir"
+	mkdir -m 700 "$dir/sock" && chown postgres: "$dir/sock"
+	runuser -u postgres -- "$pgbin/initdb" -D "$dir/data" -A trust -U postgres \
+		--no-sync >/dev/null
+	runuser -u postgres -- "$pgbin/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/log" \
+		-o "-c listen_addresses='' -k $dir/sock -c autovacuum=off $*" start >/dev/null
+	pm=$(head -1 "$dir/data/postmaster.pid")
 }

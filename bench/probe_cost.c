@@ -8,6 +8,8 @@
  *   empty     N iterations of a loop holding only a compiler barrier
  *   disabled  the same loop around an SP_QUERY_BEGIN/END pair, untraced
  *   pair      the same code as disabled, meant to run under sptrace
+ *   strdisabled, strpair  the same with a name made at run time
+ *             (SP_QUERY_BEGIN_STR/END_STR of "bench_rt"), untraced / traced
  *   syscall   N bare syscall(SYS_getppid)
  *   sdt       the loop around a <sys/sdt.h> DTRACE_PROBE1 bench:begin /
  *             bench:end pair, meant to run under bpftrace
@@ -39,13 +41,15 @@ static const struct mode {
 	{ "empty", loop_empty },
 	{ "disabled", loop_pair },
 	{ "pair", loop_pair },
+	{ "strdisabled", loop_strpair },
+	{ "strpair", loop_strpair },
 	{ "syscall", loop_syscall },
 	{ "sdt", loop_sdt },
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: probe_cost empty|disabled|pair|syscall|sdt N [REPEAT]\n");
+	fprintf(f, "Usage: probe_cost empty|disabled|pair|strdisabled|strpair|syscall|sdt N [REPEAT]\n");
 }
 
 int main(int argc, char **argv)
@@ -74,9 +78,10 @@ int main(int argc, char **argv)
 #endif
 	/* Read once before timing: a tracer attaches before the loop starts. */
 	traced = SP_ENABLED() ? 1 : 0;
-	if (!strcmp(m->name, "disabled") && traced)
+	if (!strcmp(m->name + (m->name[0] == 's' && m->name[1] == 't' ? 3 : 0),
+		    "disabled") && traced)
 		fprintf(stderr, "probe_cost: disabled: the sp probes are enabled (a tracer is attached)\n");
-	if (!strcmp(m->name, "pair") && !traced)
+	if (strstr(m->name, "pair") && !traced)
 		fprintf(stderr, "probe_cost: pair: no tracer enabled the sp probes\n");
 
 	for (r = 0; r < repeat; r++) {

@@ -41,17 +41,24 @@
 #    turn, so both builds meet the same machine; medians per build, overall
 #    and per attach order.
 #
+# 4. (PARTS=spec) what the shipped spec's lines cost: select-only TPS
+#    untraced, with the default spec (its uncommented lines), and with the
+#    default plus each opt-in group (its commented-out `#postgresql:` lines
+#    under one comment block, but the extended protocol's statement line),
+#    RUNS interleaved rounds as in 2.; per configuration the median ratio
+#    to the untraced run of its round, the TPS loss, and what it adds per
+#    transaction (1/TPS_traced - 1/TPS_untraced, x CLIENTS: CPU time per
+#    transaction). The default spec's loss against the 15% target.
+#
 # Environment: T (seconds per pgbench run, default 5), CLIENTS (default 4),
 # ROUNDS (default 2), RUNS (default 5), PARTS ("bpf tps", default both;
-# "ab" is extra), BASE (for ab).
+# "ab" and "spec" are extra), BASE (for ab).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 bench_start BUILD_DIR 1 1 "$@"
 src=$(cd "$(dirname "$0")/.." && pwd)
-pgbin=/usr/lib/postgresql/15/bin
-postgres=$pgbin/postgres
 base_sptrace=
 if [[ " ${PARTS:-} " == *" ab "* ]]; then
 	[ -n "${BASE:-}" ] || die "PARTS=ab needs BASE=OTHER_BUILD_DIR"
@@ -59,10 +66,8 @@ if [[ " ${PARTS:-} " == *" ab "* ]]; then
 	[ -x "$base_sptrace" ] || die "$base_sptrace: not found"
 fi
 bench_root
-[ -x "$postgres" ] || die "$postgres: PostgreSQL 15 is not installed (apt-get install postgresql-15)"
 command -v bpftrace >/dev/null || die "bpftrace not found (apt-get install bpftrace)"
 command -v bpftool >/dev/null || die "bpftool not found (apt-get install bpftool)"
-id postgres >/dev/null 2>&1 || die "no 'postgres' user to run the cluster as"
 
 T=${T:-5}
 CLIENTS=${CLIENTS:-4}
@@ -79,21 +84,13 @@ cleanup() {
 	# shellcheck disable=SC2046
 	[ -f "$dir/pids" ] && kill -KILL $(cat "$dir/pids") 2>/dev/null || true
 	[ -n "$stats_pid" ] && kill "$stats_pid" 2>/dev/null || true
-	if [ -f "$dir/data/postmaster.pid" ]; then
-		runuser -u postgres -- "$pgbin/pg_ctl" -D "$dir/data" -m immediate \
-			-w -t 30 stop >/dev/null 2>&1 ||
-			kill -KILL "$(head -1 "$dir/data/postmaster.pid")" 2>/dev/null || true
-	fi
-	rm -rf "$dir"
+	bench_pg_stop "$dir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-chown postgres: "$dir"
-mkdir -m 700 "$dir/sock" && chown postgres: "$dir/sock"
+bench_pg_start "$dir" -c fsync=off
+postgres=$pgbin/postgres
 as_pg() { runuser -u postgres -- "$@"; }
-as_pg "$pgbin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
-as_pg "$pgbin/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/log" \
-	-o "-c listen_addresses='' -k $dir/sock -c autovacuum=off -c fsync=off" start >/dev/null
 as_pg "$pgbin/pgbench" -h "$dir/sock" -U postgres -i -q -s 10 postgres >/dev/null 2>&1 ||
 	die "pgbench -i failed (see $dir/log)"
 
@@ -252,6 +249,10 @@ if [[ " $PARTS " == *" bpf "* ]]; then
 	echo "sptrace alone, BPF ns per event (one run each):"
 	printf '  %-42s %8s\n' "select-only, count, normalize=sql" \
 		"$(alone "--query postgresql:query__start,name=arg0,kind=cache,normalize=sql" -S)"
+	printf '  %-42s %8s\n' "select-only, count, normalize=pg" \
+		"$(alone "--query postgresql:query__start,name=arg0,kind=cache,normalize=pg" -S)"
+	printf '  %-42s %8s\n' "tpcb-like, count, normalize=pg" \
+		"$(alone "--query postgresql:query__start,name=arg0,kind=cache,normalize=pg")"
 	printf '  %-42s %8s\n' "select-only, shipped postgresql15.spec" \
 		"$(alone "--query-file $src/examples/specs/postgresql15.spec" -S)"
 	printf '  %-42s %8s\n' "tpcb-like, shipped postgresql15.spec" \
@@ -344,5 +345,66 @@ for w in ("count", "pair"):
         verdict += (" (sptrace had the higher TPS in %d of %d rounds)" % (better, len(s)))
     print("%s: TPS loss (median of per-round ratios) sptrace %.1f%%, bpftrace %.1f%%: "
           "sptrace <= bpftrace %s" % (w, 100 * ls, 100 * lb, verdict))
+PY
+fi
+
+if [[ " $PARTS " == *" spec "* ]]; then
+	spec=$src/examples/specs/postgresql15.spec
+	# The default spec, and one file per opt-in group: the default plus
+	# the group's lines uncommented (groups: blank-line separated blocks).
+	grep -v '^#' "$spec" | grep . >"$dir/spec.default"
+	python3 - "$spec" "$dir" >/dev/null <<'PY'
+import sys
+spec, d = sys.argv[1], sys.argv[2]
+default = open(d + "/spec.default").read()
+groups, cur = [], []
+for line in open(spec):
+    if line.startswith("#postgresql:") and "name=arg0" not in line:
+        cur.append(line[1:])
+    elif not line.strip() and cur:
+        groups.append(cur)
+        cur = []
+if cur:
+    groups.append(cur)
+for g in groups:
+    name = g[0].strip().split(",name=")[1].split(",")[0].split(":")[0]
+    with open("%s/spec.%s" % (d, name), "w") as f:
+        f.write(default + "".join(g))
+    print(name)
+PY
+	optins=$(cd "$dir" && ls spec.* | sed 's/^spec\.//' | grep -v '^default$')
+	for _ in $(seq "$RUNS"); do
+		for c in untraced default $optins; do
+			tracer_pid=
+			[ "$c" = untraced ] || start sptrace "--query-file $dir/spec.$c" "$dir/t.out"
+			t=$(tps -S)
+			pids=$tracer_pid
+			tracer_pid=
+			# shellcheck disable=SC2086
+			[ -z "$pids" ] || stop $pids
+			: >"$dir/pids"
+			echo "$c $t"
+		done
+	done >"$dir/spec.tps"
+	echo "shipped spec, select-only pgbench -S -c $CLIENTS -j 2 -T $T, $RUNS interleaved rounds; opt-in rows: the default spec plus that line group"
+	python3 - "$dir/spec.tps" "$CLIENTS" <<'PY'
+import statistics as st, sys
+runs = {}
+for line in open(sys.argv[1]):
+    c, t = line.split()
+    runs.setdefault(c, []).append(float(t))
+clients = int(sys.argv[2])
+base = runs.pop("untraced")
+print("%-12s %9s %7s %7s  %-13s %11s" % ("", "median", "ratio", "loss",
+      "ratio range", "us/txn"))
+print("%-12s %9.0f" % ("untraced", st.median(base)))
+for c, v in runs.items():
+    q = [a / b for a, b in zip(v, base)]
+    us = [clients * 1e6 * (1 / a - 1 / b) for a, b in zip(v, base)]
+    print("%-12s %9.0f %7.3f %6.1f%%  %5.3f..%5.3f %11.1f" % (c, st.median(v),
+          st.median(q), 100 * (1 - st.median(q)), min(q), max(q), st.median(us)))
+loss = 1 - st.median([a / b for a, b in zip(runs["default"], base)])
+print("default spec: TPS loss %.1f%% (target <= 15%%): %s" % (100 * loss,
+      "met" if loss <= 0.15 else "missed"))
 PY
 fi

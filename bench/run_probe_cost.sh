@@ -15,6 +15,8 @@
 #   sptrace, sdt pair untraced and traced by bpftrace, and the sp pair
 #   traced by that same bpftrace script, which separates what the probe site
 #   (sp's 5-byte nop vs sdt's 1-byte nop) and the tracer each contribute.
+#   Then the same pair named by run-time text (SP_QUERY_BEGIN_STR), untraced
+#   and traced by sptrace, against the literal's pair.
 #   The bpftrace script does the work sptrace's BPF does per pair: a
 #   per-thread start, and per name *pointer* (no string copy) a sum, a
 #   count and a histogram.
@@ -93,16 +95,19 @@ min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
 
 # The sub-ns loops alternate, so that a change of CPU speed or load during
 # the run hits both alike; each keeps its fastest figure.
-empty='' disabled=''
+empty='' disabled='' strdisabled=''
 for _ in 1 2 3; do
 	measure "empty loop" "$pc" empty "$N_LOOP" "$R_LOOP"
 	empty=$(min "${empty:-$ns}" "$ns")
 	measure "sp pair, not traced" "$pc" disabled "$N_LOOP" "$R_LOOP"
 	disabled=$(min "${disabled:-$ns}" "$ns")
 	grep -q 'traced=0' <<<"$out" || warn "the untraced sp pair ran with its probes enabled (is another tracer attached?)"
+	measure "run-time-name pair, not traced" "$pc" strdisabled "$N_LOOP" "$R_LOOP"
+	strdisabled=$(min "${strdisabled:-$ns}" "$ns")
 done
 row "empty loop (compiler barrier)" "$empty"
 row "sp pair, not traced" "$disabled"
+row "run-time-name sp pair, not traced" "$strdisabled"
 
 measure "syscall" "$pc" syscall "$N_SYSCALL" "$R_SYSCALL"
 sys=$ns
@@ -114,13 +119,17 @@ if [ -n "$bpftrace" ]; then
 fi
 # The traced loops alternate too, three rounds of R_TRACED timed runs each,
 # so that sptrace and bpftrace meet the same load; each keeps its fastest.
-sp_traced='' sdt_bt='' sp_bt=''
+sp_traced='' str_traced='' sdt_bt='' sp_bt=''
 for _ in 1 2 3; do
 	measure "sp pair, sptrace" "$sptrace" -f csv -- "$pc" pair "$N_TRACED" "$R_TRACED"
 	grep -q 'traced=1' <<<"$out" || die "sptrace had not enabled the probes when the loop started"
 	grep -q "^bench,$pairs," <<<"$out" ||
 		die "sptrace did not count the loop's $pairs pairs: $(grep '^bench,' <<<"$out")"
 	sp_traced=$(min "${sp_traced:-$ns}" "$ns")
+	measure "run-time-name pair, sptrace" "$sptrace" -f csv -- "$pc" strpair "$N_TRACED" "$R_TRACED"
+	grep -q "^bench_rt,$pairs," <<<"$out" ||
+		die "sptrace did not count the run-time-name loop's $pairs pairs: $(grep '^bench_rt,' <<<"$out")"
+	str_traced=$(min "${str_traced:-$ns}" "$ns")
 	[ -n "$bpftrace" ] || continue
 	bt_measure "sdt pair, bpftrace" bench begin end sdt
 	sdt_bt=$(min "${sdt_bt:-$ns}" "$ns")
@@ -128,6 +137,7 @@ for _ in 1 2 3; do
 	sp_bt=$(min "${sp_bt:-$ns}" "$ns")
 done
 row "sp pair, traced by sptrace" "$sp_traced"
+row "run-time-name sp pair, traced by sptrace" "$str_traced"
 if [ -n "$bpftrace" ]; then
 	row "sdt pair, not traced" "$sdt"
 	row "sdt pair, traced by bpftrace" "$sdt_bt"
@@ -142,6 +152,12 @@ printf '  %-40s %10s ns = %sx the empty loop iteration\n' \
 	"disabled sp pair overhead:" "$(calc "$disabled - $empty")" "$(ratio "$disabled" "$empty")"
 printf '  %-40s %10s ns = %sx a bare syscall\n' \
 	"sp pair traced by sptrace:" "$sp_pair" "$(ratio "$sp_pair" "$sys")"
+printf '  %-40s %10s ns = %sx the literal'"'"'s\n' \
+	"run-time-name pair overhead, untraced:" "$(calc "$strdisabled - $empty")" \
+	"$(ratio "$(calc "$strdisabled - $empty")" "$(calc "$disabled - $empty")")"
+printf '  %-40s %10s ns = %sx the literal'"'"'s\n' \
+	"run-time-name pair traced by sptrace:" "$(calc "$str_traced - $empty")" \
+	"$(ratio "$(calc "$str_traced - $empty")" "$sp_pair")"
 if [ -n "$bpftrace" ]; then
 	sdt_pair=$(calc "$sdt_bt - $sdt")
 	sp_bt_pair=$(calc "$sp_bt - $empty")

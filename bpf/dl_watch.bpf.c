@@ -6,7 +6,8 @@
  *
  * Stop mode (a command sptrace launched): the program stops the process
  * with SIGSTOP so the loader attaches to new libraries before any of their
- * code runs, then lets it go. Notify mode (a running process, which must
+ * code runs, then lets it go (and if sptrace dies, its releaser does:
+ * stop_release.bpf.h). Notify mode (a running process, which must
  * not be disturbed): it only counts, and the loader attaches soon after.
  *
  * Follow mode (stop mode of --follow, see follow.bpf.c): the link serves
@@ -22,10 +23,10 @@
 #include <sptrace/follow_abi.h>
 /* Follow mode: follow.bpf.c's maps (sized down when unused). */
 #include "follow_maps.bpf.h"
+/* Stop mode: stops that end if sptrace dies (its maps, shared by fd). */
+#include "stop_release.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
-
-#define SIGSTOP 19
 
 const volatile bool stop = false;
 const volatile bool follow = false;
@@ -47,7 +48,7 @@ static __always_inline int follow_stop(void)
 	if (!bpf_map_lookup_elem(&followed, &tgid))
 		return 0;
 	e = bpf_ringbuf_reserve(&follow_events, sizeof(*e), 0);
-	if (e && !bpf_send_signal(SIGSTOP)) {
+	if (e && !sp_stop_current(0)) {
 		e->kind = SP_FOLLOW_DL;
 		e->tgid = tgid;
 		e->parent = 0;
@@ -75,8 +76,9 @@ int sp_dl_event(struct pt_regs *ctx)
 	v = bpf_map_lookup_elem(&dl_events, &zero);
 	if (!v)
 		return 0;	/* cannot mark it ours: do not stop */
+	/* Counted once sent: a stop of ours is one the count covers. */
+	if (stop && sp_stop_current(0))
+		return 0;
 	__sync_fetch_and_add(v, 1);
-	if (stop)
-		bpf_send_signal(SIGSTOP);
 	return 0;
 }

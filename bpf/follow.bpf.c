@@ -19,7 +19,7 @@
  * dynamic loader, or none when static): sched_process_exec runs in it
  * before it returns to user space, so a SIGSTOP sent there stops it before
  * its first instruction. Userspace attaches to what it maps, then sends
- * SIGCONT. Its libraries are attached at its loader's stops (dl_watch.bpf.c
+ * SIGCONT; if sptrace dies first, its releaser does (stop_release.bpf.h). Its libraries are attached at its loader's stops (dl_watch.bpf.c
  * in follow mode), which report through the same ring buffer.
  *
  * A process leaves `followed` when its last thread exits (signal->live
@@ -27,7 +27,7 @@
  * `live` counts the processes in the map, so the session knows when the
  * command and all its descendants are gone.
  *
- * No vmlinux.h: the three task fields read are declared below and relocated
+ * No vmlinux.h: the task fields read are declared below and relocated
  * against the kernel's BTF (CO-RE).
  */
 #include <stdbool.h>
@@ -36,10 +36,9 @@
 #include <bpf/bpf_core_read.h>
 #include <sptrace/follow_abi.h>
 #include "follow_maps.bpf.h"
+#include "stop_release.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
-
-#define SIGSTOP 19
 
 typedef struct {
 	int counter;
@@ -53,6 +52,8 @@ struct task_struct {
 	int pid;
 	int tgid;
 	struct signal_struct *signal;
+	struct task_struct *group_leader;
+	__u64 start_boottime;
 } __attribute__((preserve_access_index));
 
 /* Processes in `followed`; userspace adds the command's. */
@@ -114,7 +115,9 @@ int sp_follow_exec(void *ctx)
 		count_error(SP_FOLLOW_ERR_LOST);
 		return 0;
 	}
-	if (bpf_send_signal(SIGSTOP)) {
+	if (sp_stop_current(BPF_CORE_READ((struct task_struct *)
+					  bpf_get_current_task(),
+					  group_leader, start_boottime))) {
 		bpf_ringbuf_discard(e, 0);
 		count_error(SP_FOLLOW_ERR_LOST);
 		return 0;
@@ -142,5 +145,6 @@ int sp_follow_exit(void *ctx)
 		return 0;	/* not the last thread */
 	if (!bpf_map_delete_elem(&followed, &tgid))
 		__sync_fetch_and_add(&live, -1);
+	sp_stop_forget();
 	return 0;
 }

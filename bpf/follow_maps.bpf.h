@@ -5,7 +5,8 @@
  * dl_watch.bpf.c stops followed processes at loader events. userspace
  * (follow.c) creates them in follow.bpf.c and reuses the fds in the others
  * (bpf_map__reuse_fd), so every object sees one map. Sized down when
- * unused.
+ * unused. Weak: the query object is linked from several files that each
+ * include this header, and the linker keeps one map.
  */
 #ifndef SPTRACE_FOLLOW_MAPS_BPF_H
 #define SPTRACE_FOLLOW_MAPS_BPF_H
@@ -21,7 +22,7 @@ struct {
 	__uint(max_entries, SP_FOLLOW_MAX);
 	__type(key, __u32);
 	__type(value, struct sp_followed);
-} followed SEC(".maps");
+} followed SEC(".maps") __weak;
 
 #ifndef SP_FOLLOW_FILTER_ONLY
 /* Processes stopped at an exec or a loader event, for userspace to attach
@@ -29,7 +30,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, SP_FOLLOW_RINGBUF);
-} follow_events SEC(".maps");
+} follow_events SEC(".maps") __weak;
 
 /* What could not be done in BPF (ring buffer full, map full, ...). */
 struct {
@@ -37,7 +38,7 @@ struct {
 	__uint(max_entries, SP_FOLLOW_ERR__MAX);
 	__type(key, __u32);
 	__type(value, __u64);
-} follow_errors SEC(".maps");
+} follow_errors SEC(".maps") __weak;
 #endif
 
 #endif /* SPTRACE_FOLLOW_MAPS_BPF_H */

@@ -19,10 +19,19 @@
  * thread's `calls` slot, the return probe commits what the call did once
  * its result is known (a NULL result allocates nothing). glibc's realloc
  * and memalign call malloc and free themselves; those nested calls enter
- * at most SP_MEM_NEST_BYTES below the outer call's stack pointer and are
- * ignored, the outer call accounts for them. A slot whose call never
+ * at most SP_MEM_NEST_BYTES below the outer call's stack pointer, or at
+ * the very same one (a tail call: realloc(NULL, n) jumps to malloc), and
+ * are ignored, the outer call accounts for them. A slot whose call never
  * returned (stack pointer elsewhere) is overwritten and counted; slots of
  * exiting threads are deleted.
+ *
+ * A thread's teardown in glibc ends with libc's own cleanup, which frees
+ * again every chunk the thread's tcache still caches (the program freed
+ * them, and those frees were counted) and the tcache itself (allocated
+ * inside malloc, never seen): frees of pointers never seen allocated, on
+ * every thread exit, that are no anomaly of the program. So from the
+ * thread's call of __call_tls_dtors on (the start of its teardown), a
+ * free of an unknown pointer called from libc itself is not counted.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -82,6 +91,23 @@ struct {
 } thread_names SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_MEM_DEFAULT_MAX_ROWS);
+	__type(key, struct sp_mem_type_key);
+	__type(value, struct sp_mem_type_name);
+} type_names SEC(".maps");
+
+/* A zeroed value of `type_names`: too large for the BPF stack next to the
+ * callers' own. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_mem_type_name);
+} zero_type_name SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SP_MEM_ERR__MAX);
 	__type(key, __u32);
@@ -95,7 +121,7 @@ struct {
 	__type(value, __u64);
 } sample_count SEC(".maps");
 
-/* Set by the loader once every site is attached (see query.bpf.c). */
+/* Set by the loader once every site is attached (see query_maps.bpf.h). */
 volatile bool armed;
 
 /* Set before load. */
@@ -126,6 +152,24 @@ static __always_inline bool sampled(void)
 	return *n % sample_every == 0;
 }
 
+/* Copies a typed row's name once, when the row is made (not inlined: once
+ * per type, out of the allocations' path). A name the kernel cannot store
+ * or read is read by userspace as before, from the file or the process. */
+static __noinline void capture_type_name(__u64 name, __u32 tgid)
+{
+	struct sp_mem_type_key key = { .name = name, .tgid = tgid };
+	struct sp_mem_type_name *tmpl, *n;
+	__u32 zero = 0;
+
+	tmpl = bpf_map_lookup_elem(&zero_type_name, &zero);
+	if (!tmpl || bpf_map_update_elem(&type_names, &key, tmpl, BPF_NOEXIST))
+		return;
+	n = bpf_map_lookup_elem(&type_names, &key);
+	if (n && bpf_probe_read_user_str(n->str, sizeof(n->str),
+					 (const void *)name) <= 0)
+		n->str[0] = 0;
+}
+
 static __always_inline struct sp_mem_stats *row_get(__u64 name, __u32 tgid,
 						    __u32 tid, __u32 src,
 						    bool create)
@@ -146,6 +190,8 @@ static __always_inline struct sp_mem_stats *row_get(__u64 name, __u32 tgid,
 		count_error(SP_MEM_ERR_ROWS_FULL);
 		return NULL;
 	}
+	if (!err && src == SP_MEM_TYPED && !tid)
+		capture_type_name(name, tgid);
 	return bpf_map_lookup_elem(&rows, &key);
 }
 
@@ -212,23 +258,19 @@ static __always_inline void live_sub(struct sp_mem_stats *row, __u64 size,
 
 /* Takes the allocation at lk out of `live` and off every row it counts in.
  * `counted`: a free (counted as one), not the replacement of a pointer
- * allocated twice. */
-static __always_inline void release(struct sp_mem_live_key *lk, bool counted)
+ * allocated twice. False if the pointer was not live. */
+static __always_inline bool release(struct sp_mem_live_key *lk, bool counted)
 {
 	struct sp_mem_stats *row;
 	struct sp_mem_site *site;
 	struct sp_mem_live *e, v;
 
 	e = bpf_map_lookup_elem(&live, lk);
-	if (!e) {
-		/* Sampled: most pointers were never tracked. */
-		if (counted && sample_every <= 1)
-			count_error(SP_MEM_ERR_UNKNOWN_FREE);
-		return;
-	}
+	if (!e)
+		return false;
 	v = *e;
 	if (bpf_map_delete_elem(&live, lk))
-		return;		/* another CPU freed it first */
+		return true;	/* another CPU freed it first */
 	row = row_get(v.name, lk->tgid, 0, lk->src, false);
 	if (row)
 		live_sub(row, v.size, counted);
@@ -242,6 +284,15 @@ static __always_inline void release(struct sp_mem_live_key *lk, bool counted)
 		__sync_fetch_and_add(&site->live, -1);
 		__sync_fetch_and_add(&site->live_bytes, -v.size);
 	}
+	return true;
+}
+
+/* A free of a pointer never seen allocated; sampled, most pointers were
+ * never tracked. */
+static __always_inline void unknown_free(void)
+{
+	if (sample_every <= 1)
+		count_error(SP_MEM_ERR_UNKNOWN_FREE);
 }
 
 static __always_inline void track_alloc(void *ctx, __u32 src, __u64 name,
@@ -300,13 +351,13 @@ static __always_inline void track_alloc(void *ctx, __u32 src, __u64 name,
 	}
 }
 
-static __always_inline void track_free(__u32 src, __u64 ptr)
+static __always_inline bool track_free(__u32 src, __u64 ptr)
 {
 	struct sp_mem_live_key lk = {
 		.ptr = ptr, .tgid = bpf_get_current_pid_tgid() >> 32, .src = src,
 	};
 
-	release(&lk, true);
+	return release(&lk, true);
 }
 
 /* ---- typed allocations: sp probes ---------------------------------------- */
@@ -335,8 +386,8 @@ int sp_free(struct pt_regs *ctx)
 	if (!armed)
 		return 0;
 	ptr = sp_probe_arg(ctx, 1);
-	if (ptr)
-		track_free(SP_MEM_TYPED, ptr);
+	if (ptr && !track_free(SP_MEM_TYPED, ptr))
+		unknown_free();
 	return 0;
 }
 
@@ -386,10 +437,11 @@ static __always_inline struct sp_mem_call *call_slot(__u32 tid)
 	return bpf_map_lookup_elem(&calls, &tid);
 }
 
-/* Inside an allocator call of this thread (the caller is glibc itself). */
+/* Inside an allocator call of this thread (the caller is glibc itself):
+ * deeper on the stack, or at the same depth for a tail call. */
 static __always_inline bool nested(const struct sp_mem_call *c, __u64 sp)
 {
-	return c->depth && sp < c->sp && c->sp - sp < SP_MEM_NEST_BYTES;
+	return c->depth && sp <= c->sp && c->sp - sp < SP_MEM_NEST_BYTES;
 }
 
 /* Entry of malloc & co; the cookie is the enum sp_mem_fn. */
@@ -486,8 +538,8 @@ int heap_ret(struct pt_regs *ctx)
 		/* realloc(NULL, n) allocates; realloc(p, 0) frees and
 		 * returns NULL (glibc); a failure leaves p alone; anything
 		 * else frees p and allocates the result, moved or not. */
-		if (arg && (ret || !size))
-			track_free(SP_MEM_HEAP, arg);
+		if (arg && (ret || !size) && !track_free(SP_MEM_HEAP, arg))
+			unknown_free();
 		if (ret && !skip)
 			track_alloc(ctx, SP_MEM_HEAP, 0, ret, size);
 		break;
@@ -509,6 +561,22 @@ int heap_ret(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * free called by libc itself: its return address lies in the executable
+ * segment of the file whose free this is. The cookie holds that segment's
+ * extent around the probe: bytes below in its low 32 bits, above in its
+ * high 32 (mem_provider.c).
+ */
+static __always_inline bool called_from_libc(struct pt_regs *ctx)
+{
+	__u64 ext = bpf_get_attach_cookie(ctx), ip = ctx->rip, ret;
+
+	if (!ext || bpf_probe_read_user(&ret, sizeof(ret), (const void *)ctx->rsp))
+		return false;
+	/* ip may be past the probed instruction by its length: slack. */
+	return ret + (ext & 0xffffffff) + 16 >= ip && ret < ip + (ext >> 32);
+}
+
 SEC("uprobe")
 int heap_free(struct pt_regs *ctx)
 {
@@ -522,7 +590,26 @@ int heap_free(struct pt_regs *ctx)
 	c = bpf_map_lookup_elem(&calls, &tid);
 	if (c && nested(c, ctx->rsp))
 		return 0;
-	track_free(SP_MEM_HEAP, ptr);
+	if (track_free(SP_MEM_HEAP, ptr))
+		return 0;
+	/* libc's own cleanup at thread exit (see the top comment). */
+	if (c && c->exiting && called_from_libc(ctx))
+		return 0;
+	unknown_free();
+	return 0;
+}
+
+/* __call_tls_dtors, which glibc's start_thread calls once the thread's
+ * function has returned: the teardown begins. */
+SEC("uprobe")
+int thread_teardown(struct pt_regs *ctx)
+{
+	struct sp_mem_call *c;
+
+	(void)ctx;
+	c = call_slot((__u32)bpf_get_current_pid_tgid());
+	if (c)
+		c->exiting = 1;
 	return 0;
 }
 

@@ -15,6 +15,12 @@
  *   void typeck(void) { SP_SCOPE("typeck"); ... }   // END at scope exit
  *
  *   SP_CACHE_HIT(q)                  result of q came from the memory cache
+ *   SP_QUERY_BEGIN_STR(p, len) / _END_STR, SP_CACHE_HIT_STR
+ *                                    a name made at run time: len bytes at p
+ *   SP_QUERY_BEGIN_KEY(q, key) / _END_KEY, SP_CACHE_HIT_KEY
+ *                                    query q of an integer key (--query-keys)
+ *   SP_QUERY_BEGIN_KEY_STR(q, kp, klen) / _END_KEY_STR, SP_CACHE_HIT_KEY_STR
+ *                                    query q of a text key: klen bytes at kp
  *   SP_INCR_LOAD_BEGIN(q) / _END(q)  loading q from the on-disk cache
  *   SP_BLOCKED_BEGIN(q) / _END(q)    waiting for another thread's q
  *   SP_MARK(name, key)               point event (latency between events)
@@ -26,7 +32,8 @@
  *
  * Names (queries, types, marks, threads) are `const char *` with static
  * storage, normally string literals: the tracer keys its tables by the
- * pointer and reads the string once per distinct pointer. Queries may nest
+ * pointer and reads the string once per distinct pointer. Text made at run
+ * time goes through the *_STR forms, which intern it (see sp__intern()). Queries may nest
  * and recurse. Each BEGIN needs its END on the same thread.
  *
  * Define SP_PROBES_DISABLE before including to compile every probe out.
@@ -55,6 +62,11 @@
  * register ("r" constraints): no argument location is %rsp-relative, so the
  * moved %rsp cannot make a tracer read the wrong memory. The red-zone test in
  * tests/ proves a leaf function's red zone survives millions of traced calls.
+ * The trampoline page of that call is not copied by fork(): on Linux 6.18 a
+ * forked child that runs a site the parent had hit dies. So sptrace keeps
+ * every per-event site it attaches a trap, never that call (see "Fork
+ * safety" in docs/architecture.md); the lea before the nop is also where it
+ * probes a site on a kernel where that cannot be done. Keep both leas.
  * Other architectures use their plain nop and no red-zone dance.
  *
  * BATCHED EVENTS (Linux x86-64 and aarch64)
@@ -68,8 +80,10 @@
  * per-thread ring in the host's memory instead of trapping. Their
  * per-event sites fire only while batching is off (another tracer, such as
  * bpftrace, sees them then); sptrace attaches them too, for same-named
- * probes compiled without batching (Rust's sp-probe crate in a mixed
- * binary), and applies each such event after draining the thread's rings.
+ * probes compiled without batching (SP_PROBES_NO_BATCH, an older sp-probe
+ * crate), and applies each such event after draining the thread's rings.
+ * Rust's sp-probe crate (probes/rust) writes the same rings, a ring of its
+ * own per thread and object, with the same flush and tsc sites.
  *  - The ring (struct sp__batch; the tracer's copy of the layout is
  *    include/sptrace/batch_abi.h, checked against this one by a unit test)
  *    is mmap'ed in the slow path: no malloc in a probe, which may sit inside
@@ -87,8 +101,20 @@
  *    without it, or a key past glibc's first 32, whose per-thread storage
  *    is malloc'ed), rings are kept on a list instead and a dead thread's
  *    ring is taken by the next thread that gets the same TLS slot (a TLS
- *    address is unique among live threads). A library unloaded by dlclose
- *    deletes its key first (a destructor), so no thread calls into it.
+ *    address is unique among live threads).
+ *  - An object's rings go when it is unloaded. Each ring has a slot in a
+ *    per-object directory (mmap'ed pages, a slot taken by compare-and-
+ *    swap); whoever empties the slot, the ring's exiting thread or the
+ *    unload, releases the ring. The object's destructor deletes its key
+ *    first (no thread may call into unmapped code), then releases the
+ *    calling thread's ring, and at a dlclose every other thread's: the
+ *    tracer finds the thread that registered each and drains it as that
+ *    thread's. Not at the process's exit, when other threads may still be
+ *    running the object's probes and an unmapped ring would crash them. A
+ *    dlopen'ed object tells the two apart by an exit handler registered
+ *    with its __dso_handle: exit runs it before the object's destructors,
+ *    dlclose after them (from crtbegin's destructor, the last). An object
+ *    loaded at start (its TLS static) is only ever unloaded by exit.
  *  - Timestamps are the TSC when the tracer raises sp_tsc_semaphore (it
  *    does where the kernel's clock source is the TSC, and converts with its
  *    own calibration), else CLOCK_MONOTONIC through the vDSO, the clock of
@@ -125,6 +151,15 @@
 #define SP_ENABLED() 0
 #define SP_QUERY_BEGIN(q) ((void)(q))
 #define SP_QUERY_END(q) ((void)(q))
+#define SP_QUERY_BEGIN_KEY(q, key) ((void)(q), (void)(key))
+#define SP_QUERY_END_KEY(q, key) ((void)(q), (void)(key))
+#define SP_CACHE_HIT_KEY(q, key) ((void)(q), (void)(key))
+#define SP_QUERY_BEGIN_STR(p, len) ((void)(p), (void)(len))
+#define SP_QUERY_END_STR(p, len) ((void)(p), (void)(len))
+#define SP_CACHE_HIT_STR(p, len) ((void)(p), (void)(len))
+#define SP_QUERY_BEGIN_KEY_STR(q, kp, klen) ((void)(q), (void)(kp), (void)(klen))
+#define SP_QUERY_END_KEY_STR(q, kp, klen) ((void)(q), (void)(kp), (void)(klen))
+#define SP_CACHE_HIT_KEY_STR(q, kp, klen) ((void)(q), (void)(kp), (void)(klen))
 #define SP_SCOPE(q) ((void)(q))
 #define SP_CACHE_HIT(q) ((void)(q))
 #define SP_INCR_LOAD_BEGIN(q) ((void)(q))
@@ -330,6 +365,190 @@ SP__DECLARE_SEMA(tsc);
 	SP__GSITE(name, 6, SP__V(a), SP__V(b), SP__V(c), SP__V(d), SP__V(e),   \
 		  SP__V(f))
 
+/* ---- names made at run time (SP_QUERY_BEGIN_STR, SP_*_KEY_STR) ----------
+ * The tracer keys rows by the address of a NUL-terminated name and reads
+ * the text once per address, so a name built at run time (not
+ * NUL-terminated, any bytes, in a buffer that changes) is first copied,
+ * once per distinct text, into a table of this object: every later call
+ * with the same text gets the same address, from any thread. Rust's
+ * Name::intern_bytes() (probes/rust/src/intern.rs) stores a text the same
+ * way (the cut below, the same FNV-1a), so one text is one row in sptrace
+ * whichever language named it (sptrace merges rows by their text).
+ *  - Only while a tracer is attached: a disabled probe still costs one
+ *    load and one branch; the table is mapped at the first enabled use.
+ *  - Lock-free and malloc-free (a probe may sit in an allocator or a
+ *    signal handler): a text is copied into the arena, then its slot is
+ *    published by one compare-and-swap; a thread that loses that race to
+ *    the same text takes the winner's copy. So a text has one address in
+ *    the object, always: a BEGIN and its END meet on the tracer's stack.
+ *  - A text over SP__NAME_MAX bytes (sptrace's limit) keeps its first
+ *    SP__CUT_KEEP bytes (not ending inside a UTF-8 sequence), then '~' and
+ *    16 hex digits of the whole text's FNV-1a: two long names stay apart.
+ *  - Table or arena full (or no mmap): the name is "<intern-full>" and
+ *    sp__intern_full counts the texts that got it.
+ */
+#define SP__NAME_MAX 127		/* SP_NAME_LEN - 1 */
+#define SP__CUT_KEEP (SP__NAME_MAX - 17)
+#ifndef SP__INTERN_SLOTS		/* a test may make it small */
+#define SP__INTERN_SLOTS 65536u		/* a power of two */
+#endif
+#define SP__INTERN_ARENA (8ul << 20)	/* 8 MiB, touched as used */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if defined(__linux__)
+void *sp__mmap(void *, unsigned long, int, int, int, long) __asm__("mmap");
+int sp__munmap(void *, unsigned long) __asm__("munmap");
+#endif
+
+/* A slot is the address of a copy (NULL: free), published by one
+ * compare-and-swap once the copy is complete: a reader never waits for a
+ * writer (which may be the very thread it interrupted, in a signal
+ * handler) and never sees half a copy. Each copy is preceded by the hash
+ * of its text, so a probe of a slot reads one word before the text. */
+struct sp__intern_tab {
+	const char *slot[SP__INTERN_SLOTS];
+	unsigned long used;		/* arena bytes handed out */
+	char arena[SP__INTERN_ARENA] __attribute__((aligned(8)));
+};
+
+/* One per executable or shared object, like the semaphores. */
+__attribute__((weak, visibility("hidden"))) struct sp__intern_tab *sp__intern_tab;
+__attribute__((weak, visibility("hidden"))) unsigned long long sp__intern_full;
+
+static __inline__ __attribute__((always_inline, unused)) unsigned long long
+sp__fnv1a(const unsigned char *p, unsigned long n)
+{
+	unsigned long long h = 0xcbf29ce484222325ull;
+
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ull;
+	return h;
+}
+
+/* The table, mapped by the first caller; a caller that loses the race
+ * unmaps its own (no lock: a signal handler may be the second caller). */
+static __inline__ __attribute__((always_inline, unused)) struct sp__intern_tab *
+sp__intern_table(void)
+{
+	struct sp__intern_tab *t = __atomic_load_n(&sp__intern_tab,
+						   __ATOMIC_ACQUIRE), *none = 0;
+#if defined(__linux__)
+	void *m;
+
+	if (t)
+		return t;
+	/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE:
+	 * pages cost memory only once a copy is written there. */
+	m = sp__mmap(0, sizeof(*t), 3, 0x4022, -1, 0);
+	if (m == (void *)-1)
+		return 0;
+	t = (struct sp__intern_tab *)m;
+	if (!__atomic_compare_exchange_n(&sp__intern_tab, &none, t, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		(void)sp__munmap(m, sizeof(*t));
+		t = none;
+	}
+#endif
+	return t;
+}
+
+/* A NUL-terminated copy of text in the arena after its hash h (8-byte
+ * aligned), or NULL when the arena is full. */
+static __inline__ __attribute__((always_inline, unused)) const char *
+sp__intern_copy(struct sp__intern_tab *t, const unsigned char *text,
+		unsigned long len, unsigned long long h)
+{
+	unsigned long need = (8 + len + 1 + 7) & ~7ul, i;
+	unsigned long used = __atomic_load_n(&t->used, __ATOMIC_RELAXED);
+	char *p;
+
+	do {
+		if (used + need > SP__INTERN_ARENA)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&t->used, &used, used + need,
+					      1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	p = t->arena + used;
+	*(unsigned long long *)(void *)p = h;
+	p += 8;
+	for (i = 0; i < len; i++)
+		p[i] = (char)text[i];
+	p[len] = 0;
+	return p;
+}
+
+/* What a text that finds no room is named. */
+static __inline__ __attribute__((always_inline, unused)) const char *
+sp__intern_none(void)
+{
+	__atomic_fetch_add(&sp__intern_full, 1, __ATOMIC_RELAXED);
+	return "<intern-full>";
+}
+
+/*
+ * The one copy of the `len` bytes at `text` (see above): found, or made.
+ * Not inlined: it runs only while a tracer is attached.
+ */
+static __attribute__((noinline, unused)) const char *
+sp__intern(const void *text, unsigned long len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)text;
+	unsigned char cut[SP__NAME_MAX];
+	struct sp__intern_tab *t = sp__intern_table();
+	const char *cur, *mine = 0;
+	unsigned long long h;
+	unsigned long keep, i;
+
+	if (!t)
+		return sp__intern_none();
+	if (len > SP__NAME_MAX) {
+		keep = SP__CUT_KEEP;
+		while (keep > 0 && (s[keep] & 0xc0) == 0x80)
+			keep--;		/* not inside a UTF-8 sequence */
+		h = sp__fnv1a(s, len);
+		for (i = 0; i < keep; i++)
+			cut[i] = s[i];
+		cut[keep] = '~';
+		for (i = 0; i < 16; i++)
+			cut[keep + 1 + i] = (unsigned char)hex[(h >> (60 - 4 * i)) & 0xf];
+		s = cut;
+		len = keep + 17;
+	}
+	h = sp__fnv1a(s, len);
+	for (i = 0; i < SP__INTERN_SLOTS; i++) {
+		const char **sl = &t->slot[(h + i) & (SP__INTERN_SLOTS - 1)];
+
+		cur = __atomic_load_n(sl, __ATOMIC_ACQUIRE);
+		if (!cur) {
+			/* Copied before it is claimed: a thread that loses
+			 * the race to the same text leaves its copy unused
+			 * (a few bytes, only under contention). */
+			if (!mine)
+				mine = sp__intern_copy(t, s, len, h);
+			if (!mine)
+				return sp__intern_none();
+			if (__atomic_compare_exchange_n(sl, &cur, mine, 0,
+							__ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE))
+				return mine;
+		}
+		if (*(const unsigned long long *)(const void *)(cur - 8) != h)
+			continue;
+		for (keep = 0; keep < len && (unsigned char)cur[keep] == s[keep];
+		     keep++)
+			;
+		if (keep == len && !cur[len])
+			return cur;
+	}
+	return sp__intern_none();
+}
+#ifdef __cplusplus
+}
+#endif
+
 /* ---- batched events (see BATCHED EVENTS above) ------------------------- */
 #if !defined(SP_PROBES_NO_BATCH) && defined(__linux__) &&                     \
 	(defined(__x86_64__) || defined(__aarch64__))
@@ -348,6 +567,9 @@ SP__DECLARE_SEMA(tsc);
 #define SP__K_CACHE_HIT 7
 #define SP__K_PAUSE 8		/* the flush before it took `arg` ns */
 #define SP__K_TSC 0x100		/* flag: ts (and a PAUSE's arg) in TSC ticks */
+#define SP__K_KEY 0x200		/* flag: `arg` is the query's key */
+#define SP__K_KEY_TEXT 0x400	/* flag with SP__K_KEY: the key is the address
+				 * of an interned text (sp__intern()) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -367,18 +589,33 @@ struct sp__batch {
 	void *volatile owner;		/* &sp__batch_tls of its thread */
 	struct sp__batch *next;		/* every ring of this object */
 	volatile unsigned long long busy;	/* appends in progress (signals) */
-	unsigned long long pad[2];
+	struct sp__batch *volatile *slot;	/* its place in sp__batch_dirs */
+	unsigned long long pad;
 	struct sp__batch_rec rec[SP__BATCH_CAP];
+};
+
+/* A page of the object's ring directory: every ring it mapped and has not
+ * unmapped, so that an unload finds the rings of every thread. */
+#define SP__BATCH_DIR_SLOTS 511
+struct sp__batch_dir {
+	struct sp__batch_dir *next;
+	struct sp__batch *volatile slot[SP__BATCH_DIR_SLOTS];
 };
 
 /* Weak + hidden like the semaphores: one of each per executable or shared
  * object. TLS is only a pointer (dlopen'ed objects get little static TLS). */
 __attribute__((weak, visibility("hidden"))) __thread struct sp__batch *sp__batch_tls;
 __attribute__((weak, visibility("hidden"))) struct sp__batch *sp__batch_list;
+__attribute__((weak, visibility("hidden"))) struct sp__batch_dir *sp__batch_dirs;
 /* The pthread key whose destructor unmaps a thread's ring: state 0 not
- * tried, 1 being created, 2 ready, 3 none (rings go on the list). */
+ * tried, 1 being created, 2 ready, 3 none (rings go on the list), 4 the
+ * object is being unloaded (sp__batch_unload()). */
 __attribute__((weak, visibility("hidden"))) unsigned int sp__batch_key;
 __attribute__((weak, visibility("hidden"))) int sp__batch_key_state;
+/* How this object will be unloaded (see sp__batch_unload()): 0 not known
+ * yet, 1 unknown, 2 an exit handler watches for the process's exit, 3 the
+ * process exits (that handler ran). */
+__attribute__((weak, visibility("hidden"))) int sp__batch_exit_state;
 /* In TLS once the thread's ring is gone: probes fire per-event sites. */
 #define SP__BATCH_GONE ((struct sp__batch *)1)
 /* In TLS while the thread sets its ring up (or restarts it): a signal
@@ -394,8 +631,6 @@ struct sp__timespec {
 	long tv_nsec;
 };
 int sp__clock_gettime(int, struct sp__timespec *) __asm__("clock_gettime");
-void *sp__mmap(void *, unsigned long, int, int, int, long) __asm__("mmap");
-int sp__munmap(void *, unsigned long) __asm__("munmap");
 int sp__madvise(void *, unsigned long, int) __asm__("madvise");
 /* Weak: a program linked without them (glibc < 2.34 without -pthread, a
  * static link) keeps rings on the list. pthread_key_t is unsigned int in
@@ -406,6 +641,12 @@ int sp__key_delete(unsigned int) __asm__("pthread_key_delete")
 	__attribute__((weak));
 int sp__setspecific(unsigned int, const void *)
 	__asm__("pthread_setspecific") __attribute__((weak));
+/* Weak: an object linked without them (no crtbegin, no __cxa_atexit)
+ * cannot tell a dlclose from the process's exit, and unloads as at exit. */
+int sp__cxa_atexit(void (*)(void *), void *, void *)
+	__asm__("__cxa_atexit") __attribute__((weak));
+extern void *sp__dso_handle __asm__("__dso_handle")
+	__attribute__((weak, visibility("hidden")));
 
 static __inline__ __attribute__((always_inline, unused)) unsigned long long
 sp__now(void)
@@ -443,18 +684,54 @@ static __attribute__((noinline, unused)) void sp__batch_trap(struct sp__batch *b
 	SP__ASM_FLUSH(b);
 }
 
-/*
- * Thread exit (the key's destructor; see BATCHED EVENTS): mark the thread,
- * flush one last time with the owner cleared, unmap. Weak and hidden like
- * the rest: one per object, in the object whose key it serves.
- */
-__attribute__((weak, visibility("hidden"), noinline)) void
-sp__batch_exit(void *p)
+/* Puts ring b in the object's directory (where it already is, for a ring a
+ * fork wiped: the child's copy of the directory names it). Lock-free: a
+ * slot is taken by compare-and-swap, a page pushed like a list head. If no
+ * page can be mapped, the ring stays out of it: an unload then leaves it
+ * mapped, as its own thread's exit does not. */
+static __attribute__((noinline, unused)) void sp__batch_dir_add(struct sp__batch *b)
 {
-	struct sp__batch *b = (struct sp__batch *)p;
+	struct sp__batch_dir *d, *head;
+	struct sp__batch *none;
+	unsigned int i;
+	void *p;
 
-	sp__batch_tls = SP__BATCH_GONE;	/* before anything a signal can see */
-	__asm__ __volatile__("" ::: "memory");
+	for (d = __atomic_load_n(&sp__batch_dirs, __ATOMIC_ACQUIRE); d; d = d->next)
+		for (i = 0; i < SP__BATCH_DIR_SLOTS; i++)
+			if (d->slot[i] == b) {
+				b->slot = &d->slot[i];
+				return;
+			}
+	for (d = __atomic_load_n(&sp__batch_dirs, __ATOMIC_ACQUIRE); d; d = d->next)
+		for (i = 0; i < SP__BATCH_DIR_SLOTS; i++) {
+			none = 0;
+			if (!d->slot[i] &&
+			    __atomic_compare_exchange_n(&d->slot[i], &none, b, 0,
+							__ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED)) {
+				b->slot = &d->slot[i];
+				return;
+			}
+		}
+	/* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
+	p = sp__mmap(0, sizeof(struct sp__batch_dir), 3, 0x22, -1, 0);
+	if (p == (void *)-1)
+		return;
+	d = (struct sp__batch_dir *)p;
+	d->slot[0] = b;
+	b->slot = &d->slot[0];
+	head = sp__batch_dirs;
+	do
+		d->next = head;
+	while (!__atomic_compare_exchange_n(&sp__batch_dirs, &head, d, 0,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+/* Ring b's last flush, with its owner cleared (the tracer drains it under
+ * the thread that registered it, and forgets its address), then its
+ * unmap. */
+static __attribute__((noinline, unused)) void sp__batch_release(struct sp__batch *b)
+{
 	if (b->magic == SP__BATCH_MAGIC) {
 		b->owner = 0;
 		__asm__ __volatile__("" ::: "memory");
@@ -464,19 +741,124 @@ sp__batch_exit(void *p)
 	(void)sp__munmap(b, sizeof(*b));
 }
 
-/* dlclose of this object, or exit: no thread may call sp__batch_exit()
- * once the code is gone. Runs once per translation unit that included this
- * header (each adds the entry), so only the first does anything. Rings of
- * live threads then stay mapped. */
+/*
+ * Thread exit (the key's destructor; see BATCHED EVENTS): mark the thread,
+ * then release its ring. Weak and hidden like the rest: one per object, in
+ * the object whose key it serves. The ring is released by whoever takes
+ * its directory slot: this thread, or an unload running meanwhile.
+ */
+__attribute__((weak, visibility("hidden"), noinline)) void
+sp__batch_exit(void *p)
+{
+	struct sp__batch *b = (struct sp__batch *)p;
+	struct sp__batch *volatile *slot = b->slot;
+
+	sp__batch_tls = SP__BATCH_GONE;	/* before anything a signal can see */
+	__asm__ __volatile__("" ::: "memory");
+	if (slot && !__atomic_compare_exchange_n(slot, &b, (struct sp__batch *)0,
+						 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+		return;		/* the unload's now */
+	sp__batch_release(b);
+}
+
+/* Is this object's thread-local storage in the calling thread's static TLS
+ * block (next to the thread pointer), where the loader puts that of the
+ * objects it maps at start (the executable, its libraries, LD_PRELOAD)?
+ * Those are never unloaded: their destructors run at exit only. A dlopen'ed
+ * object's is allocated apart, unless the loader found room there (then
+ * this says yes, and an unload of it leaves other threads' rings mapped). */
+static __inline__ __attribute__((always_inline, unused)) int
+sp__batch_static_tls(void)
+{
+	unsigned long tp, v = (unsigned long)&sp__batch_tls;
+
+#if defined(__x86_64__)
+	__asm__("mov %%fs:0, %0" : "=r"(tp));	/* below TP: variant II */
+	return v < tp && tp - v < (1ul << 20);
+#else
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));	/* above TP: variant I */
+	return v >= tp && v - tp < (1ul << 20);
+#endif
+}
+
+/* The process is exiting (see sp__batch_unload()). */
+__attribute__((weak, visibility("hidden"))) void sp__batch_at_exit(void *p)
+{
+	(void)p;
+	__atomic_store_n(&sp__batch_exit_state, 3, __ATOMIC_RELEASE);
+}
+
+/* Runs once per translation unit that included this header: the first
+ * registers the exit handler of a dlopen'ed object (see below). */
+__attribute__((weak, visibility("hidden"), constructor)) void
+sp__batch_load(void)
+{
+	int none = 0;
+
+	if (!__atomic_compare_exchange_n(&sp__batch_exit_state, &none, 1, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	if (&sp__dso_handle && sp__cxa_atexit && !sp__batch_static_tls() &&
+	    !sp__cxa_atexit(sp__batch_at_exit, 0, &sp__dso_handle))
+		__atomic_store_n(&sp__batch_exit_state, 2, __ATOMIC_RELEASE);
+}
+
+/*
+ * dlclose of this object, or exit: no thread may call sp__batch_exit()
+ * once the code is gone, and no ring may outlive the object. Runs once per
+ * translation unit that included this header (each adds the entry), so only
+ * the first does anything: the key goes, then the calling thread's ring
+ * (released as at its exit). The rings of the other threads go only at a
+ * dlclose, when, by dlclose's own contract, none of them runs this
+ * object's code: at exit they may still be running it, and would crash on
+ * an unmapped ring. A dlopen'ed object tells the two apart by an exit
+ * handler (registered with its __dso_handle by sp__batch_load()): the
+ * process's exit runs it before the destructors of such an object, and a
+ * dlclose after them (__cxa_finalize() from crtbegin's destructor, the
+ * last). An object loaded at start (static TLS) is only unloaded at exit.
+ */
 __attribute__((weak, visibility("hidden"), destructor)) void
 sp__batch_unload(void)
 {
-	int ready = 2;
+	struct sp__batch_dir *d, *next;
+	struct sp__batch *b;
+	int ready = 2, others;
+	unsigned int i;
 
-	if (__atomic_compare_exchange_n(&sp__batch_key_state, &ready, 3, 0,
-					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED) &&
-	    sp__key_delete)
+	if (!__atomic_compare_exchange_n(&sp__batch_key_state, &ready, 4, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		ready = 3;	/* no key: rings on the list */
+		if (!__atomic_compare_exchange_n(&sp__batch_key_state, &ready, 4,
+						 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			return;	/* no ring ever, or done */
+	} else if (sp__key_delete) {
 		(void)sp__key_delete(sp__batch_key);
+	}
+	others = __atomic_load_n(&sp__batch_exit_state, __ATOMIC_ACQUIRE) == 2;
+	b = sp__batch_tls;
+	sp__batch_tls = SP__BATCH_GONE;
+	__asm__ __volatile__("" ::: "memory");
+	if ((unsigned long)b > 2 && b->magic == SP__BATCH_MAGIC &&
+	    (!b->slot || __atomic_compare_exchange_n(b->slot, &b,
+						     (struct sp__batch *)0, 0,
+						     __ATOMIC_ACQ_REL,
+						     __ATOMIC_RELAXED)))
+		sp__batch_release(b);
+	if (!others)
+		return;
+	for (d = sp__batch_dirs; d; d = next) {
+		for (i = 0; i < SP__BATCH_DIR_SLOTS; i++) {
+			b = __atomic_exchange_n(&d->slot[i], (struct sp__batch *)0,
+						__ATOMIC_ACQ_REL);
+			if (b)
+				sp__batch_release(b);
+		}
+		next = d->next;
+		(void)sp__munmap(d, sizeof(*d));
+	}
+	sp__batch_dirs = 0;
 }
 
 /* The key, created by the first thread that needs it; 1 if ready. Another
@@ -576,12 +958,15 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 	__asm__ __volatile__("" ::: "memory");
 	if (b) {
 		/* Ours, wiped by a fork: the child's only thread restarts it
-		 * (busy too: the wipe may have cut an append short). */
+		 * (busy too: the wipe may have cut an append short), and finds
+		 * its slot in the directory again (the wipe cleared b->slot). */
 		sp__batch_start(b, me);
+		sp__batch_dir_add(b);
 	} else if (sp__batch_key_ready()) {
 		b = sp__batch_map();
 		if (b) {
 			sp__batch_start(b, me);
+			sp__batch_dir_add(b);
 			if (sp__setspecific(sp__batch_key, b)) {
 				/* Cannot happen below key 32; if it did,
 				 * keep the ring (never unmapped) rather than
@@ -601,6 +986,7 @@ static __attribute__((noinline, unused)) struct sp__batch *sp__batch_get(void)
 		if (!b) {
 			b = sp__batch_map();
 			if (b) {
+				sp__batch_dir_add(b);
 				b->owner = me;
 				head = sp__batch_list;
 				do
@@ -711,8 +1097,8 @@ sp__batch_add(unsigned int kind, const void *name, unsigned long long arg)
 /* A query probe: a record if batching is on, else the per-event site if
  * its own semaphore is up; both tested with one predicted-not-taken branch.
  * Never both: a batching tracer also attaches the per-event sites of a file
- * (for probes of the same names compiled without batching, such as Rust's
- * sp-probe crate's in a mixed binary), so a C site must not fire twice.
+ * (for probes of the same names compiled without batching), so a C site
+ * must not fire twice.
  * Where the record cannot be written (no ring: an exiting thread, no
  * memory), the per-event site fires instead, so the event still counts. */
 #define SP__QSITE(name, k, a)                                                  \
@@ -722,15 +1108,86 @@ sp__batch_add(unsigned int kind, const void *name, unsigned long long arg)
 				SP__ASM("", name, 1, SP__V(a));                \
 		}                                                              \
 	} while (0)
+/* The same with a key: the record's `arg`, the site's second argument. */
+#define SP__QSITEK(name, k, a, key)                                            \
+	do {                                                                   \
+		if (__builtin_expect((SP__SEMA(name) | SP__SEMA(flush)) != 0, 0)) { \
+			if (!SP__SEMA(flush) ||                                \
+			    sp__batch_add((k) | SP__K_KEY, (a), (key)))       \
+				SP__ASM("", name, 2, SP__V(a), SP__V(key));    \
+		}                                                              \
+	} while (0)
+/* A text key (the address of its interned copy): the record's flag, or
+ * the per-event site's third argument, 1 (SP_KEY_ARG_TEXT in sptrace's
+ * query_abi.h); a two-argument site's key is an integer. Inside a
+ * semaphore test already passed. */
+#define SP__QSITEKT(name, k, a, key)                                           \
+	do {                                                                   \
+		if (!SP__SEMA(flush) ||                                        \
+		    sp__batch_add((k) | SP__K_KEY | SP__K_KEY_TEXT, (a),       \
+				  (unsigned long long)(key)))                  \
+			SP__ASM("", name, 3, SP__V(a), SP__V(key), SP__V(1));  \
+	} while (0)
 #else
 #define SP__BATCH 0
 #define SP__QSITE(name, k, a) SP__SITE1(name, a)
+#define SP__QSITEK(name, k, a, key) SP__SITE2(name, a, key)
+#define SP__QSITEKT(name, k, a, key) SP__SITE3(name, a, key, 1)
 #endif
+
+/* A query probe named by run-time text, or with a text key: the text is
+ * interned (sp__intern()) only once the semaphore test has passed, so a
+ * disabled probe costs what a literal's does. */
+#define SP__QSITE_STR(name, k, p, len)                                         \
+	do {                                                                   \
+		if (__builtin_expect((SP__SEMA(name) | SP__SEMA(flush)) != 0, 0)) { \
+			const char *sp__q_ = sp__intern((p), (unsigned long)(len)); \
+			SP__QSITE(name, k, sp__q_);                            \
+		}                                                              \
+	} while (0)
+#define SP__QSITEK_STR(name, k, a, kp, klen)                                   \
+	do {                                                                   \
+		if (__builtin_expect((SP__SEMA(name) | SP__SEMA(flush)) != 0, 0)) { \
+			const char *sp__k_ = sp__intern((kp), (unsigned long)(klen)); \
+			SP__QSITEKT(name, k, (a), sp__k_);                     \
+		}                                                              \
+	} while (0)
 
 /* ---- the public probes --------------------------------------------------- */
 #define SP_QUERY_BEGIN(q) SP__QSITE(query_begin, SP__K_QUERY_BEGIN, (const char *)(q))
 #define SP_QUERY_END(q) SP__QSITE(query_end, SP__K_QUERY_END, (const char *)(q))
 #define SP_CACHE_HIT(q) SP__QSITE(cache_hit, SP__K_CACHE_HIT, (const char *)(q))
+/* Keyed forms: the query `q` of key `key` (a 64-bit integer: an item's
+ * index, an id). sptrace counts them under `q` unless run with
+ * --query-keys, which gives each (q, key) a row of its own. A keyed
+ * BEGIN is ended by the END_KEY of the same name and key. */
+#define SP_QUERY_BEGIN_KEY(q, key)                                             \
+	SP__QSITEK(query_begin, SP__K_QUERY_BEGIN, (const char *)(q),          \
+		   (unsigned long long)(key))
+#define SP_QUERY_END_KEY(q, key)                                               \
+	SP__QSITEK(query_end, SP__K_QUERY_END, (const char *)(q),              \
+		   (unsigned long long)(key))
+#define SP_CACHE_HIT_KEY(q, key)                                               \
+	SP__QSITEK(cache_hit, SP__K_CACHE_HIT, (const char *)(q),              \
+		   (unsigned long long)(key))
+/* Names made at run time: `len` bytes at `p`, any bytes (not UTF-8, no
+ * NUL needed), any length (a text over 127 bytes is cut and hashed, see
+ * sp__intern()). The same text gives the same row, from C or Rust. */
+#define SP_QUERY_BEGIN_STR(p, len)                                             \
+	SP__QSITE_STR(query_begin, SP__K_QUERY_BEGIN, (p), (len))
+#define SP_QUERY_END_STR(p, len)                                               \
+	SP__QSITE_STR(query_end, SP__K_QUERY_END, (p), (len))
+#define SP_CACHE_HIT_STR(p, len)                                               \
+	SP__QSITE_STR(cache_hit, SP__K_CACHE_HIT, (p), (len))
+/* Keyed by text: query `q` (a name literal) of the key made of `klen`
+ * bytes at `kp`. With --query-keys each (q, key text) has a row,
+ * `q(text)`; without, the rows of `q`. */
+#define SP_QUERY_BEGIN_KEY_STR(q, kp, klen)                                    \
+	SP__QSITEK_STR(query_begin, SP__K_QUERY_BEGIN, (const char *)(q), (kp), (klen))
+#define SP_QUERY_END_KEY_STR(q, kp, klen)                                      \
+	SP__QSITEK_STR(query_end, SP__K_QUERY_END, (const char *)(q), (kp), (klen))
+#define SP_CACHE_HIT_KEY_STR(q, kp, klen)                                      \
+	SP__QSITEK_STR(cache_hit, SP__K_CACHE_HIT, (const char *)(q), (kp), (klen))
 #define SP_INCR_LOAD_BEGIN(q)                                                  \
 	SP__QSITE(incr_load_begin, SP__K_INCR_LOAD_BEGIN, (const char *)(q))
 #define SP_INCR_LOAD_END(q)                                                    \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ABI of batched sp events: the per-thread ring that probes/sp_probe.h
- * fills in the host's memory (read by bpf/query.bpf.c with
+ * fills in the host's memory (read by bpf/query_batch.bpf.c with
  * bpf_probe_read_user, and by sptrace at stop with process_vm_readv), the
  * BPF map that remembers each thread's rings, and the map through which
  * sptrace feeds the rings it drained at stop to the same arithmetic.
@@ -35,6 +35,10 @@ enum sp_batch_kind {
 	SP_BK_PAUSE = 8,	/* the flush before took `arg` ns: not the user's */
 	SP_BK_TSC = 0x100,	/* flag: ts, and a PAUSE's arg, in TSC ticks
 				 * (converted by sptrace/tsc_map.h) */
+	SP_BK_KEY_TEXT = 0x400,	/* with SP_BK_KEY: the key is the address of
+				 * an interned text (SP_KEY_ROW_TEXT) */
+	SP_BK_KEY = 0x200,	/* flag of a query record: `arg` is its key
+				 * (query_abi.h, --query-keys) */
 };
 
 struct sp_batch_rec {
@@ -54,7 +58,8 @@ struct sp_batch_hdr {
 			 * the ring after this flush; the tracer forgets it */
 	__u64 next;
 	__u64 busy;
-	__u64 pad[2];
+	__u64 slot;	/* the host's, for its unload */
+	__u64 pad;
 };
 #define SP_BATCH_REC_OFF 64
 #define SP_BATCH_RING_SIZE (SP_BATCH_REC_OFF + SP_BATCH_CAP * 32)
@@ -66,7 +71,8 @@ struct sp_batch_reg {
 	__u32 busy;			/* a drain holds it (cmpxchg) */
 	__u32 slow;			/* sp:tsc hits no flush followed yet:
 					 * probes that may fall back to their
-					 * per-event site (query.bpf.c, sp_tsc) */
+					 * per-event site (query_batch.bpf.c,
+					 * sp_tsc) */
 	__u32 past;			/* a drain reached a record stamped after
 					 * the disarm: every record not drained
 					 * yet is later, and an overwritten one

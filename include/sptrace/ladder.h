@@ -5,7 +5,7 @@
  * OpenMetrics writer (the `le` bounds). One definition, compiled by both.
  *
  * serve shows no percentile, only counts at these bounds, so it has the
- * BPF program (query.bpf.c, `ladder`) count an invocation by its ladder
+ * BPF program (bpf/query_core.bpf.h, `ladder`) count an invocation by its ladder
  * slot instead of its fine kernel bucket: a query then has at most 23 `hist`
  * entries, not one per kernel bucket its invocations ever touched, and the
  * count at a bound is exact (a kernel bucket straddling a bound would put

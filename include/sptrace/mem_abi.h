@@ -15,6 +15,8 @@
 #define SP_MEM_STACK_DEPTH 32
 #define SP_MEM_COMM_LEN 16
 #define SP_MEM_THREAD_NAME_LEN 64
+/* Longest type name captured, including the NUL (SP_NAME_LEN). */
+#define SP_MEM_TYPE_NAME_LEN 128
 
 /* Default map sizes; the loader may change them before load. */
 #define SP_MEM_DEFAULT_MAX_LIVE (1u << 20)	/* outstanding allocations */
@@ -136,7 +138,7 @@ struct sp_mem_call {
 	__u32 fn;	/* enum sp_mem_fn */
 	__u32 depth;	/* allocator calls open on the thread, nested ones too */
 	__u32 skip;	/* not sampled: the allocation is not counted */
-	__u32 pad;
+	__u32 exiting;	/* the thread's teardown began (__call_tls_dtors) */
 };
 
 /* Value of `thread_names` (key: __u32 tid), from SP_THREAD_NAME. str is
@@ -146,6 +148,23 @@ struct sp_mem_thread_name {
 	__u32 pad;
 	__u64 name;
 	char str[SP_MEM_THREAD_NAME_LEN];
+};
+
+/*
+ * `type_names`: a typed row's name as the process held it when the row was
+ * made. Names made at run time (Rust's type names, interned into anonymous
+ * memory by sp_probe::Name::intern) are in no file, and are gone once the
+ * process exits, when sptrace mem reads its rows. Empty when the string's
+ * page was not present: userspace then reads `name` itself.
+ */
+struct sp_mem_type_key {
+	__u64 name;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct sp_mem_type_name {
+	char str[SP_MEM_TYPE_NAME_LEN];
 };
 
 #endif /* SPTRACE_MEM_ABI_H */

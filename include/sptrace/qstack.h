@@ -12,6 +12,7 @@
 #ifndef SPTRACE_QSTACK_H
 #define SPTRACE_QSTACK_H
 
+#include <stdbool.h>
 #include <sptrace/query_abi.h>
 
 #ifndef __always_inline
@@ -58,33 +59,59 @@ static __always_inline int sp_stack_push(struct sp_thread_stack *st,
 }
 
 /*
+ * The scans below look at the open frames from the top (i = 0: the
+ * innermost) and stop at the first frame a test picks. Each is one loop
+ * here, for the replay; the BPF program runs the same tests from
+ * bpf_loop() (bpf/query_stack.bpf.h), where a plain loop of SP_MAX_DEPTH
+ * iterations would be verified once per iteration and per exit.
+ */
+
+/* The depth the scans use. */
+static __always_inline __u32 sp_stack_depth(const struct sp_thread_stack *st)
+{
+	return st->depth > SP_MAX_DEPTH ? SP_MAX_DEPTH : st->depth;
+}
+
+/* Frame i from the top of a stack of depth d (i < d). */
+static __always_inline struct sp_frame *
+sp_stack_frame(struct sp_thread_stack *st, __u32 d, __u32 i)
+{
+	return &st->frames[(d - 1 - i) & (SP_MAX_DEPTH - 1)];
+}
+
+/*
  * --func frames whose function is gone without a return probe firing:
  * longjmp() or a C++ exception unwound past them (the kernel drops their
  * uretprobes). The stack grows down, so a frame entered at stack pointer
  * f->sp is still live only while the current one is below it. `sp` is the
  * current stack pointer as a function entry would see it (for a return
- * probe, the pointer after `ret`, minus 8). Discards from the top and
- * returns how many; their time stays in the frame below.
+ * probe, the pointer after `ret`, minus 8). sp_stack_unwind() discards the
+ * unwound frames from the top and returns how many; their time stays in
+ * the frame below.
  */
+static __always_inline bool sp_frame_unwound(const struct sp_frame *f,
+					     __u64 sp)
+{
+	return f->sp && f->sp <= sp;
+}
+
+/* The n frames at the top of a stack of depth d are gone. */
+static __always_inline __u32 sp_stack_drop(struct sp_thread_stack *st,
+					   __u32 d, __u32 n)
+{
+	st->depth = d - n;
+	return n;
+}
+
 static __always_inline __u32 sp_stack_unwind(struct sp_thread_stack *st,
 					     __u64 sp)
 {
-	__u32 i, d = st->depth, n = 0;
-	struct sp_frame *f;
+	__u32 i, d = sp_stack_depth(st);
 
-	if (d > SP_MAX_DEPTH)
-		d = SP_MAX_DEPTH;
-	for (i = 0; i < SP_MAX_DEPTH; i++) {
-		if (d == 0)
+	for (i = 0; i < d; i++)
+		if (!sp_frame_unwound(sp_stack_frame(st, d, i), sp))
 			break;
-		f = &st->frames[(d - 1) & (SP_MAX_DEPTH - 1)];
-		if (!f->sp || f->sp > sp)
-			break;
-		d--;
-		n++;
-	}
-	st->depth = d;
-	return n;
+	return sp_stack_drop(st, d, i);
 }
 
 /* Closes frame idx of a stack of depth d (see sp_stack_pop). */
@@ -111,34 +138,47 @@ static __always_inline void sp_stack_close(struct sp_thread_stack *st,
  * Close the innermost open frame with this name and kind. Frames opened
  * above it and never closed are discarded (counted in out->discarded); their
  * time stays in the closed frame's self time, since nothing else can own it.
+ * An END whose BEGIN was dropped for depth is ignored first
+ * (sp_stack_pop_overflowed()); then the scan, whose stop at frame i from
+ * the top (d: none) sp_stack_pop_at() applies.
  */
+static __always_inline bool sp_frame_closes(const struct sp_frame *f,
+					    __u64 name, __u32 kind)
+{
+	return f->name == name && f->kind == kind;
+}
+
+static __always_inline bool sp_stack_pop_overflowed(struct sp_thread_stack *st)
+{
+	if (!st->overflow)
+		return false;
+	st->overflow--;
+	return true;
+}
+
+static __always_inline int sp_stack_pop_at(struct sp_thread_stack *st,
+					   __u32 d, __u32 i, __u64 now,
+					   struct sp_closed *out)
+{
+	if (i >= d)
+		return SP_POP_UNMATCHED;
+	sp_stack_close(st, d, (d - 1 - i) & (SP_MAX_DEPTH - 1), now, out);
+	return SP_POP_OK;
+}
+
 static __always_inline int sp_stack_pop(struct sp_thread_stack *st,
 					__u64 name, __u32 kind, __u64 now,
 					struct sp_closed *out)
 {
-	__u32 d = st->depth, i, idx = 0, found = 0;
-	struct sp_frame *f;
+	__u32 d, i;
 
-	if (st->overflow) {
-		st->overflow--;
+	if (sp_stack_pop_overflowed(st))
 		return SP_POP_OVERFLOWED;
-	}
-	if (d > SP_MAX_DEPTH)
-		d = SP_MAX_DEPTH;
-	for (i = 0; i < SP_MAX_DEPTH; i++) {
-		if (i >= d)
+	d = sp_stack_depth(st);
+	for (i = 0; i < d; i++)
+		if (sp_frame_closes(sp_stack_frame(st, d, i), name, kind))
 			break;
-		idx = (d - 1 - i) & (SP_MAX_DEPTH - 1);
-		f = &st->frames[idx];
-		if (f->name == name && f->kind == kind) {
-			found = 1;
-			break;
-		}
-	}
-	if (!found)
-		return SP_POP_UNMATCHED;
-	sp_stack_close(st, d, idx, now, out);
-	return SP_POP_OK;
+	return sp_stack_pop_at(st, d, i, now, out);
 }
 
 /*
@@ -151,27 +191,76 @@ static __always_inline int sp_stack_pop_tag(struct sp_thread_stack *st,
 					    __u32 tag, __u64 now,
 					    struct sp_closed *out)
 {
-	__u32 d = st->depth, i, idx = 0, found = 0;
+	__u32 d, i;
 
-	if (st->overflow) {
-		st->overflow--;
+	if (sp_stack_pop_overflowed(st))
 		return SP_POP_OVERFLOWED;
-	}
-	if (d > SP_MAX_DEPTH)
-		d = SP_MAX_DEPTH;
-	for (i = 0; i < SP_MAX_DEPTH; i++) {
-		if (i >= d)
+	d = sp_stack_depth(st);
+	for (i = 0; i < d; i++)
+		if (sp_stack_frame(st, d, i)->tag == tag)
 			break;
-		idx = (d - 1 - i) & (SP_MAX_DEPTH - 1);
-		if (st->frames[idx].tag == tag) {
-			found = 1;
+	return sp_stack_pop_at(st, d, i, now, out);
+}
+
+/*
+ * --query, a `serial` line (its intervals never nest on a thread): a BEGIN
+ * that finds one of the line's frames (tag) still open knows that frame's
+ * END will never come (PostgreSQL fires no query__done after an ERROR).
+ * The frame and any left open above it are dropped, counted as abandoned,
+ * so a process that keeps failing never fills its stack. The scan's stop
+ * i from the top (d: none) as for sp_stack_pop_at(); returns the frames
+ * dropped.
+ */
+static __always_inline __u32 sp_stack_abandon_at(struct sp_thread_stack *st,
+						 __u32 d, __u32 i)
+{
+	if (i >= d)
+		return 0;
+	return sp_stack_drop(st, d, i + 1);
+}
+
+static __always_inline __u32 sp_stack_abandon_tag(struct sp_thread_stack *st,
+						  __u32 tag)
+{
+	__u32 d, i;
+
+	d = sp_stack_depth(st);
+	for (i = 0; i < d; i++)
+		if (sp_stack_frame(st, d, i)->tag == tag)
 			break;
-		}
-	}
-	if (!found)
-		return SP_POP_UNMATCHED;
-	sp_stack_close(st, d, idx, now, out);
-	return SP_POP_OK;
+	return sp_stack_abandon_at(st, d, i);
+}
+
+/*
+ * --query, a line's abandon= probe (PostgreSQL's transaction__abort for
+ * plan and execute, which nest and whose ENDs an ERROR skips): every open
+ * frame of the line is dead. The outermost one (i from the bottom; d:
+ * none) and all frames above it are dropped; returns how many, with the
+ * BEGINs dropped beyond the depth, which were above them.
+ */
+static __always_inline __u32 sp_stack_abandon_from(struct sp_thread_stack *st,
+						   __u32 d, __u32 i)
+{
+	__u32 n;
+
+	if (i >= d)
+		return 0;
+	n = d - i + st->overflow;
+	st->depth = i;
+	st->overflow = 0;
+	return n;
+}
+
+static __always_inline __u32 sp_stack_abandon_all(struct sp_thread_stack *st,
+						  __u32 tag)
+{
+	__u32 d, i;
+
+	d = sp_stack_depth(st);
+	for (i = 0; i < d; i++)
+		if (st->frames[i & (SP_MAX_DEPTH - 1)].tag == tag)
+			break;
+	return sp_stack_abandon_from(st, d, i);
 }
 
 /*
@@ -182,24 +271,26 @@ static __always_inline int sp_stack_pop_tag(struct sp_thread_stack *st,
  * it, as the host's own clock around them does (and as the per-event path
  * charges its traps). The frames that began at `at` are the topmost ones.
  * Replay (model/replay.c) runs it on recorded SP_EV_PAUSE events.
+ * Returns the frames moved: 0 when the pause changed nothing.
  */
+static __always_inline bool sp_frame_shift(struct sp_frame *f, __u64 at,
+					   __u64 ns)
+{
+	if (f->start_ns < at)
+		return false;
+	f->start_ns += ns;
+	return true;
+}
+
 static __always_inline __u32 sp_stack_shift(struct sp_thread_stack *st,
 					    __u64 at, __u64 ns)
 {
-	__u32 i, d = st->depth;
-	struct sp_frame *f;
+	__u32 i, d = sp_stack_depth(st);
 
-	if (d > SP_MAX_DEPTH)
-		d = SP_MAX_DEPTH;
-	for (i = 0; i < SP_MAX_DEPTH; i++) {
-		if (i >= d)
+	for (i = 0; i < d; i++)
+		if (!sp_frame_shift(sp_stack_frame(st, d, i), at, ns))
 			break;
-		f = &st->frames[(d - 1 - i) & (SP_MAX_DEPTH - 1)];
-		if (f->start_ns < at)
-			break;
-		f->start_ns += ns;
-	}
-	return i;	/* frames moved: 0 when the pause changed nothing */
+	return i;
 }
 
 #endif /* SPTRACE_QSTACK_H */

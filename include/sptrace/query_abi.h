@@ -12,7 +12,8 @@
 
 /* Deepest nesting of open queries tracked per thread (issue: >= 64). */
 #define SP_MAX_DEPTH 128
-/* Longest query name captured, including the NUL. Longer names are cut. */
+/* Longest query name captured, including the NUL. Longer names are cut
+ * (at a byte: userspace escapes what is not UTF-8). */
 #define SP_NAME_LEN 128
 /* Longest thread name from SP_THREAD_NAME, including the NUL. */
 #define SP_THREAD_NAME_LEN 64
@@ -51,6 +52,11 @@ enum sp_error {
 	SP_ERR_EVENTS_LOST,		/* record: ring buffer full, event lost */
 	SP_ERR_FUNC_UNWOUND,		/* --func frames left by longjmp/throw */
 	SP_ERR_BATCH_LOST,		/* batched records overwritten/unreadable */
+	SP_ERR_ASYNC_FULL,		/* `async_busy` full: a poll's time not
+					 * joined to its invocation's latency */
+	SP_ERR_ABANDONED,		/* --query serial line: an interval whose
+					 * END never came, dropped at the next
+					 * BEGIN of its line */
 	SP_ERR__MAX,
 };
 
@@ -63,6 +69,28 @@ enum sp_count {
 	 * thread's ring was gone (thread exit) or could not be mapped. */
 	SP_CNT_BATCH_FALLBACK = SP_ERR__MAX,
 	SP_CNT__END,
+};
+
+/*
+ * Async queries (sp:query_poll_end, Rust's sp_probe::Instrument): the busy
+ * time of the polls an invocation has had so far, until the poll that
+ * completes it. Keyed by the invocation's id, which the host makes unique
+ * per name pointer in its process (each object of a process that counts
+ * its own ids has names of its own); an entry lives while its future is
+ * suspended.
+ */
+#define SP_DEFAULT_MAX_ASYNC 16384
+
+struct sp_async_key {
+	__u64 id;
+	__u64 name;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct sp_async_busy {
+	__u64 total_ns;
+	__u64 self_ns;
 };
 
 /* Rows are per process and per name pointer: pointers only mean something
@@ -94,9 +122,26 @@ struct sp_hist_key {
 	__u32 bucket;	/* sp_hist_bucket() of the invocation's total time */
 };
 
-/* Value of the `names` map (key: struct sp_query_key). */
+/* Where a name BPF could not read lies in a file (a page of a library's
+ * .rodata not yet touched by the process: the kernel cannot read it from a
+ * probe), so that userspace reads it there, even once the library is
+ * unloaded and its addresses reused. */
+#define SP_NAME_LOC_MAGIC 0x636f6c656d616e73ull	/* "snameloc" */
+struct sp_name_loc {
+	__u64 empty;	/* 0: the string is empty */
+	__u64 magic;	/* SP_NAME_LOC_MAGIC when the rest is set */
+	__u64 dev;	/* the file's device, the kernel's dev_t (major << 20) */
+	__u64 ino;
+	__u64 off;	/* the name's offset in the file */
+};
+
+/* Value of the `names` map (key: struct sp_query_key): the name, or, when
+ * BPF could not read it (str[0] == 0), perhaps where it lies. */
 struct sp_name {
-	char str[SP_NAME_LEN];
+	union {
+		char str[SP_NAME_LEN];
+		struct sp_name_loc loc;
+	};
 };
 
 /* Value of the `thread_names` map (key: __u32 tid). */
@@ -146,6 +191,37 @@ enum sp_reg {
  * never set in a user-space address on the architectures sptrace supports).
  */
 #define SP_FUNC_TAG (1ull << 63)
+
+/*
+ * --query-keys: a keyed query (SP_QUERY_BEGIN_KEY, Rust's
+ * sp_query_begin_key!) has a row per (name, key, process), named
+ * SP_KEY_TAG | a 61-bit hash of the three; its `key_rows` entry says which
+ * they are. The map's size (--max-queries) bounds the keyed rows at once
+ * (an exited process's are deleted with its rows): an event of a key that
+ * finds it full counts in the process's one "<other>" row, SP_KEY_OTHER,
+ * so totals stay exact. Without
+ * --query-keys the key is ignored and the row is the name's.
+ */
+#define SP_KEY_TAG (1ull << 61)
+#define SP_KEY_HASH_MASK (SP_KEY_TAG - 1)
+#define SP_KEY_OTHER SP_KEY_TAG
+
+/* Value of the `key_rows` map (key: the row's __u64 name). */
+struct sp_key_row {
+	__u64 name;	/* the query's name, as the site passed it */
+	__u64 key;	/* an integer, or with SP_KEY_ROW_TEXT the address of
+			 * the key's interned text, whose bytes go into the
+			 * `names` map like a name's */
+	__u32 tgid;
+	__u32 flags;	/* SP_KEY_ROW_* */
+};
+
+/* A text key (SP_QUERY_BEGIN_KEY_STR, Rust's sp_query_begin_key_str!):
+ * the row is `name(text)`. A batched record says so with SP_BK_KEY_TEXT;
+ * a per-event site has a third argument, SP_KEY_ARG_TEXT. Part of the row's
+ * identity: the integer key 0x1234 and a text at 0x1234 are two rows. */
+#define SP_KEY_ROW_TEXT 1u
+#define SP_KEY_ARG_TEXT 1u
 
 /*
  * --query specs on third-party USDT probes. Each spec line is described to
@@ -201,6 +277,12 @@ enum sp_spec_op {
 
 #define SP_SPEC_F_CACHE (1u << 0)	/* one probe: counts, no interval */
 #define SP_SPEC_F_OUTCOMES (1u << 1)	/* count each END separately */
+#define SP_SPEC_F_SERIAL (1u << 2)	/* intervals never nest: a BEGIN
+					 * abandons the line's open one */
+/* Bits 8-15 of the flags: the END index (cookie byte 1) of the line's
+ * abandon= probe, which drops all the line's open intervals; 0: none. */
+#define SP_SPEC_F_ABANDON_SHIFT 8
+#define SP_SPEC_F_ABANDON_END(flags) (((flags) >> SP_SPEC_F_ABANDON_SHIFT) & 0xff)
 
 /* One spec line, as BPF sees it (the `spec_lines` array). */
 struct sp_spec_line {
@@ -219,6 +301,14 @@ struct sp_spec_line {
 	__s64 if_val;
 	__s64 hit_val;
 };
+
+/* A recorded spec BEGIN (arg1 = track + 1, arg2 = line + 1) of a serial
+ * line also carries this bit in arg2: the replay abandons the line's open
+ * frame as the BPF program did. */
+#define SP_SPEC_EV_SERIAL (1ull << 32)
+/* ...and an abandon= probe's event (an END event, name 0) this one: the
+ * replay drops every open frame of the line. */
+#define SP_SPEC_EV_ABANDON (1ull << 33)
 
 /* Key of the `spec_stacks` map: one stack per thread and track. */
 struct sp_spec_tkey {
@@ -258,9 +348,24 @@ enum sp_spec_error {
 	SP_SPEC_ERR_NAME_READ,
 	SP_SPEC_ERR_NAMES_FULL,
 	SP_SPEC_ERR_OTHER,		/* events counted in "<other>" */
+	SP_SPEC_ERR_TRUNCATED,		/* normalize=pg: longer than the copy */
+	SP_SPEC_ERR_ABANDONED,		/* serial: intervals never ended */
 	SP_SPEC_ERR__MAX,
 };
 
 #define SP_COOKIE_ARG(cookie, i) ((unsigned int)(((cookie) >> ((i) * 8)) & 0xff))
+/*
+ * One program serves every per-event sp probe name (sp_event in
+ * bpf/query.bpf.c: verified once, not once per name): the top byte of its
+ * sites' cookies says which probe fired, as the event it records (enum
+ * sp_event_kind, record_abi.h). Arguments then fit in bytes 0-6.
+ */
+#define SP_COOKIE_MAX_ARGS 7
+#define SP_COOKIE_EVENT_SHIFT 56
+#define SP_COOKIE_EVENT(cookie) ((unsigned int)((cookie) >> SP_COOKIE_EVENT_SHIFT))
+#define SP_COOKIE_OF_EVENT(ev) ((__u64)(ev) << SP_COOKIE_EVENT_SHIFT)
+/* A probe with no record event of its own, above enum sp_event_kind: the
+ * end of an async query's poll (live only). */
+#define SP_COOKIE_POLL_END 0x80u
 
 #endif /* SPTRACE_QUERY_ABI_H */

@@ -60,7 +60,7 @@ struct sp_rec_event {
 
 /*
  * A batch: one ring-buffer record for the batched events one drain of a
- * thread's rings applied (bpf/query.bpf.c, stage_event()). It starts with a
+ * thread's rings applied (bpf/query_batch.bpf.c, stage_event()). It starts with a
  * struct sp_rec_event whose kind is SP_REC_BATCH (never a file kind), pid
  * and tid of the thread, arg1 = the number of items after it (arg2, how
  * many of them are SP_EV_PAUSE, is BPF's own); each item is one event of

@@ -2,7 +2,7 @@
 /*
  * TSC ticks to CLOCK_MONOTONIC nanoseconds, the map that converts batched
  * records stamped with the TSC (probes/sp_probe.h). Compiled by the BPF
- * program (bpf/query.bpf.c, which converts every such record, live and
+ * program (bpf/query_batch.bpf.c, which converts every such record, live and
  * recorded) and by userspace (userspace/live/tsc_clock.c, which writes the
  * map, and the unit tests), so both evaluate it to the nanosecond.
  *
@@ -35,7 +35,12 @@
 #ifndef SPTRACE_TSC_MAP_H
 #define SPTRACE_TSC_MAP_H
 
+#include <stdbool.h>
 #include <linux/types.h>
+#ifdef __bpf__
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>	/* bpf_loop() */
+#endif
 
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
@@ -86,24 +91,67 @@ static __always_inline __u64 sp_tsc_seg_ns(__u64 base, __u64 ns_base,
 	return d < ns_base ? ns_base - d : 0;
 }
 
-/* The newest segment of [lo, hi] whose base is at or before t, else lo:
+/*
+ * The newest segment of [lo, hi] whose base is at or before t, else lo:
  * a bisection (the bases grow with the segment number: tsc_clock.c never
- * publishes a base below the last one). */
+ * publishes a base below the last one). Only for ticks older than the two
+ * newest segments (see sp_tsc_ns()). sp_tsc_bisect() is one step, false
+ * once [lo, hi] is one segment; 13 halve the ring. In BPF the steps run
+ * from bpf_loop(), verified once, where a loop of 13 iterations of two
+ * ways was walked again on every path into it (30,000 instructions, a
+ * third of a drain's load); a rare call costs nothing per record.
+ */
+static __always_inline bool sp_tsc_bisect(const volatile struct sp_tsc_clock *c,
+					  __u64 *lo, __u64 *hi, __u64 t)
+{
+	__u64 mid;
+
+	if (*lo >= *hi)
+		return false;
+	mid = *hi - (*hi - *lo) / 2;
+	if (c->seg[mid & (SP_TSC_SEGS - 1)].base <= t)
+		*lo = mid;
+	else
+		*hi = mid - 1;
+	return true;
+}
+
+#define SP_TSC_BISECT_STEPS 13
+
+#ifdef __bpf__
+struct sp_tsc_bisection {
+	const volatile struct sp_tsc_clock *c;
+	__u64 lo, hi, t;
+};
+
+static __attribute__((unused)) long sp_tsc_bisect_step(__u32 i, void *data)
+{
+	struct sp_tsc_bisection *b = data;
+
+	(void)i;
+	return !sp_tsc_bisect(b->c, &b->lo, &b->hi, b->t);
+}
+
 static __always_inline __u64 sp_tsc_find(const volatile struct sp_tsc_clock *c,
 					 __u64 lo, __u64 hi, __u64 t)
 {
-	__u64 mid;
+	struct sp_tsc_bisection b = { .c = c, .lo = lo, .hi = hi, .t = t };
+
+	bpf_loop(SP_TSC_BISECT_STEPS, sp_tsc_bisect_step, &b, 0);
+	return b.lo;
+}
+#else
+static __always_inline __u64 sp_tsc_find(const volatile struct sp_tsc_clock *c,
+					 __u64 lo, __u64 hi, __u64 t)
+{
 	int i;
 
-	for (i = 0; i < 13 && lo < hi; i++) {
-		mid = hi - (hi - lo) / 2;
-		if (c->seg[mid & (SP_TSC_SEGS - 1)].base <= t)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
+	for (i = 0; i < SP_TSC_BISECT_STEPS && sp_tsc_bisect(c, &lo, &hi, t);
+	     i++)
+		;
 	return lo;
 }
+#endif
 
 /*
  * Tick t in ns through the published segments of c (0 if none). The two

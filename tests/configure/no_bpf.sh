@@ -47,7 +47,8 @@ grep -q . "$tmp/out" || fail "summarize printed nothing"
 "$sp" report -o "$tmp/r.html" "$golden" 2>>"$tmp/cmd.err" || fail "report"
 "$sp" list "$sp" >/dev/null 2>&1 || fail "list"
 
-for cmd in "record -o $tmp/x.spt -- true" "-- true" "mem -- true"; do
+for cmd in "record -o $tmp/x.spt -- true" "-- true" "mem -- true" \
+	"bench --db $tmp/b.db -- true"; do
 	# shellcheck disable=SC2086
 	if "$sp" $cmd 2>"$tmp/err"; then
 		fail "sptrace $cmd ran without BPF"

@@ -19,6 +19,18 @@ POSTGRES = os.path.join(PG_BIN, "postgres")
 _live = []
 
 
+def spec_with_opt_in(spec, dest, extra=""):
+    """Writes `spec` to `dest` with its opt-in lines on (phases, lock waits,
+    buffer reads), not the extended protocol's statement line (statements
+    would count twice), then `extra`."""
+    with open(spec) as f, open(dest, "w") as g:
+        for line in f:
+            if line.startswith("#postgresql:") and "name=arg0" not in line:
+                line = line[1:]
+            g.write(line)
+        g.write(extra)
+
+
 def available():
     return os.path.exists(POSTGRES) and os.path.exists(os.path.join(PG_BIN, "pgbench"))
 
@@ -72,11 +84,14 @@ class Cluster:
                 " ".join(args), p.returncode, p.stderr.strip()[-500:]))
         return p
 
-    def start(self):
+    def start(self, extra=""):
+        """extra: more -c settings for postgres, e.g. pg_stat_statements'."""
         self.run([os.path.join(PG_BIN, "initdb"), "-D", self.data, "-A",
                   "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
         opts = ("-c listen_addresses='' -k %s -p %s -c autovacuum=off "
-                "-c fsync=off -c synchronous_commit=off" % (self.sock, self.port))
+                "-c fsync=off -c synchronous_commit=off "
+                "-c shared_preload_libraries=pg_stat_statements "
+                "-c pg_stat_statements.track=all %s" % (self.sock, self.port, extra))
         self.started = True
         self.run([os.path.join(PG_BIN, "pg_ctl"), "-D", self.data, "-w",
                   "-t", "60", "-l", os.path.join(self.dir, "log"), "-o",
@@ -85,6 +100,24 @@ class Cluster:
     def postmaster_pid(self):
         with open(os.path.join(self.data, "postmaster.pid")) as f:
             return int(f.readline())
+
+    def others(self):
+        """Processes of the PostgreSQL binary outside this cluster: -b
+        counts every process of the file, so they would be counted too."""
+        ours, found = self.postmaster_pid(), []
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                if os.readlink("/proc/%s/exe" % d) != POSTGRES:
+                    continue
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if int(d) != ours and ppid != ours:
+                found.append(int(d))
+        return found
 
     def conn(self):
         return ["-h", self.sock, "-p", self.port, "-U", "postgres"]
@@ -96,6 +129,12 @@ class Cluster:
     def psql(self, sql, timeout=60):
         return self.run([os.path.join(PG_BIN, "psql")] + self.conn() +
                         ["-X", "-q", "-At", "-c", sql, "postgres"],
+                        timeout=timeout)
+
+    def psql_file(self, path, timeout=60):
+        """psql -f: one query string per statement (psql splits them)."""
+        return self.run([os.path.join(PG_BIN, "psql")] + self.conn() +
+                        ["-X", "-q", "-At", "-f", path, "postgres"],
                         timeout=timeout)
 
     def stop(self):

@@ -4,8 +4,11 @@ real host programs, check figures against ground truth, and print one
 'N passed, N failed' line (followed by ', N skipped' when a part was
 skipped). Needs root (BPF) and the tools a test names; without them the
 test skips (exit 77) outside CI and fails in CI (see in_ci())."""
+import atexit
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +18,51 @@ SPTRACE = os.environ.get("SPTRACE", "sptrace")
 _passed = 0
 _failed = 0
 _skipped = 0
+
+
+def _hogs():
+    try:
+        return max(0, int(os.environ.get("SPTEST_HOGS", "0") or 0))
+    except ValueError:
+        return 0
+
+
+# A bound on wall-clock time that is part of what a test checks (Ctrl-C
+# ends a trace within 1 s) is multiplied by this: with two CPU hogs beside
+# the test, the RCU grace periods that closing uprobe links waits for (one
+# or two before the report; 10-60 ms each on an idle machine) took 0.2 to
+# 5 s in all, so the bound there only guards against a hang.
+TIME_FACTOR = 10 if _hogs() else 1
+
+
+def _start_hogs():
+    """SPTEST_HOGS=N (meson test --setup hogs: 2): N CPU-bound processes
+    run beside the test, as other work on a CI machine does, so that no
+    test passes only because the machine was idle (attach, detach and the
+    hosts' own timing all get slower). They die with the test, even a
+    killed one (PR_SET_PDEATHSIG)."""
+    n = _hogs()
+    if n <= 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def die_with_parent():
+        libc.prctl(1, signal.SIGKILL)    # PR_SET_PDEATHSIG
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                             preexec_fn=die_with_parent)
+            for _ in range(n)]
+
+    def stop():
+        for h in hogs:
+            h.kill()
+            h.wait()
+    atexit.register(stop)
+    print("note: %d CPU-bound hog processes run beside this test "
+          "(SPTEST_HOGS)" % n)
+
+
+_start_hogs()
 
 
 def in_ci():
@@ -81,10 +129,13 @@ def wait_links(pid, timeout=20.0):
 
 
 def wait_tracing(proc, timeout=60.0):
-    """Until an sptrace started without -d (stderr a pipe, text mode) says
-    it traces: every site attached and counting. Returns the stderr lines
-    read on the way, for the caller's messages; communicate() reads the
-    rest."""
+    """Until an sptrace (stderr a pipe, text mode) says it traces: every
+    site attached and counting. Without -d it says "Ctrl-C to stop"; with
+    -d "tracing N probe sites for S s"; -v says "tracing N probe sites, ...
+    after start" first.
+    Tests never assume how long attaching takes: they wait for this line.
+    Returns the stderr lines read on the way, for the caller's messages;
+    communicate() reads the rest."""
     seen = []
     end = time.time() + timeout
     while time.time() < end:
@@ -92,7 +143,9 @@ def wait_tracing(proc, timeout=60.0):
         if not line:
             break
         seen.append(line)
-        if "Ctrl-C to stop" in line:
+        if "Ctrl-C to stop" in line or ("probe sites" in line and
+                                        "after start" in line) or \
+                ("sptrace: tracing " in line and "probe sites for " in line):
             return seen
     return seen
 
@@ -122,6 +175,17 @@ def close(actual, expected, what, rel=0.03):
         100.0 * (actual - expected) / expected if expected else float("nan")))
 
 
+def between(v, bounds, what, rel=0.005):
+    """v lies between a host's readings inside the probes (lo) and around
+    them (hi), within rel: the check for a time that has kernel entries
+    inside it (traps, flushes), whose cost depends on the machine."""
+    lo, hi = bounds
+    return check(lo * (1 - rel) <= v <= hi * (1 + rel),
+                 "%s: %d between the host's inner %d and outer %d, within %.1f%% "
+                 "(%+.2f%% of inner)" % (what, v, lo, hi, 100 * rel,
+                                         100.0 * (v - lo) / max(lo, 1)))
+
+
 def run(args, timeout=300, **kw):
     """Runs a command; returns CompletedProcess with text output."""
     return subprocess.run(args, capture_output=True, text=True,
@@ -133,6 +197,38 @@ def tmpfile(suffix=""):
     os.close(fd)
     os.unlink(path)          # sptrace refuses to overwrite without --force
     return path
+
+
+def cleanup(proc, *paths):
+    """For a `finally:`: kills proc (a Popen) if it still runs, removes
+    the files that exist."""
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for f in paths:
+        if os.path.exists(f):
+            os.unlink(f)
+
+
+def wait_detached(timeout=30.0):
+    """Until no earlier sptrace's uprobes are left: a launch-mode run leaves
+    their unregistering to a keeper process (live/detach_behind.c), whose
+    uprobes, pinned traps, a new run on the same sites would share. Call it
+    before SPTRACE_SITE_GUARD=direct, which must meet the kernel's own
+    choice. True, or False when the time ran out."""
+    end = time.time() + timeout
+    while time.time() < end:
+        busy = False
+        for d in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/comm" % d) as f:
+                    busy = busy or f.read().strip() == "sptrace-detach"
+            except OSError:
+                pass
+        if not busy:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def trace_json(args, cmd=None, timeout=300):

@@ -7,9 +7,10 @@ scratch directory where `build` is this build, with `sudo` dropped and
 `sptrace` meaning this build's binary. Placeholders the docs use for "your
 program" become real programs: PID 4242 (and 4243) a running instrumented
 host, /usr/local/bin/server the bundled query engine, /usr/lib/libengine.so
-an instrumented library, ./server and its marks the latency host's, and
-`-d N` one second. A command that runs until Ctrl-C gets SIGINT after it
-has attached. Every command must exit 0 and say nothing on standard error
+an instrumented library, ./server and its marks the latency host's,
+`-d N` one second, and `bench -n N` three runs of each command (enough for
+`diff --history latest` to find two earlier runs). A command that runs
+until Ctrl-C gets SIGINT after it has attached. Every command must exit 0 and say nothing on standard error
 that starts with `sptrace: error`-like words.
 
 Synopsis lines (the ones with [OPTIONS], PID, FILE, ...) cannot run; for
@@ -25,7 +26,8 @@ import subprocess
 import tempfile
 import time
 
-from sptest import SPTRACE, check, eq, finish, require_bpf, run, wait_links
+from sptest import (SPTRACE, check, eq, finish, require_bpf, run, wait_links,
+                    wait_tracing)
 
 SRC = os.environ["SOURCE_ROOT"]
 BUILD = os.environ["BUILD_ROOT"]
@@ -144,6 +146,8 @@ def substitute(cmd, targets):
     for i, w in enumerate(out[:-1]):
         if w in ("-d", "--duration"):
             out[i + 1] = "1"
+        if w in ("-n", "--runs") and len(out) > 1 and out[1] == "bench":
+            out[i + 1] = "3"
     has_pid = any(w in ("-p", "--pid") for w in out)
     has_d = any(w in ("-d", "--duration") for w in out)
     has_b = any(w in ("-b", "--binary") for w in out)
@@ -159,9 +163,11 @@ def outputs(argv):
 def run_shown(where, cmd, cwd):
     targets = Targets()
     try:
-        pipe = None
+        pipe = redirect = None
         if "|" in cmd:
             cmd, pipe = [c.strip() for c in cmd.split("|", 1)]
+        elif " > " in cmd:    # standard output to a file
+            cmd, redirect = [c.strip() for c in cmd.split(" > ", 1)]
         argv, until_int, until_release = substitute(cmd, targets)
         # The docs show each example on its own: an earlier one's output
         # file is not this one's.
@@ -169,24 +175,36 @@ def run_shown(where, cmd, cwd):
             path = os.path.join(cwd, o)
             if os.path.exists(path):
                 os.unlink(path)
-        p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE,
+        if redirect:
+            path = os.path.join(cwd, redirect)
+            if os.path.exists(path):
+                os.unlink(path)
+            stdout = open(path, "w")
+        else:
+            stdout = subprocess.PIPE
+        p = subprocess.Popen(argv, cwd=cwd, stdout=stdout,
                              stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
+        if redirect:
+            stdout.close()
         if until_int or until_release:
             wait_links(p.pid)
             time.sleep(1)
             if until_int:
                 p.send_signal(signal.SIGINT)
             targets.release()
-        elif targets.procs:
-            # -p ... -d 1: the targets work while sptrace is attached
-            # (its first uprobe link; loading BPF takes over a second on
-            # a loaded machine, longer than any fixed sleep was).
-            wait_links(p.pid)
-            time.sleep(0.2)
+        seen = []
+        if targets.procs and not (until_int or until_release):
+            # -p ... -d 1: the targets work once sptrace traces (its
+            # "tracing N probe sites for 1 s" line: the second counts from
+            # there). Its first link was not enough: on a loaded machine
+            # the rest took longer than the targets' work, which was then
+            # not recorded (an empty run.spt).
+            seen = wait_tracing(p)
             targets.release()
         try:
             so, se = p.communicate(timeout=120)
+            se = "".join(seen) + se
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             so, se = p.communicate()
@@ -204,6 +222,11 @@ def run_shown(where, cmd, cwd):
         if pipe:
             check(so.strip() != "", "%s: `%s` writes what `| %s` reads" %
                   (where, cmd, pipe))
+        if redirect:
+            path = os.path.join(cwd, redirect)
+            check(os.path.exists(path) and os.path.getsize(path) > 0,
+                  "%s: `%s` wrote %s on its standard output" %
+                  (where, cmd, redirect))
         for o in outputs(argv):
             path = os.path.join(cwd, o)
             check(os.path.exists(path) and os.path.getsize(path) > 0,

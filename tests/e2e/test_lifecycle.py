@@ -14,7 +14,7 @@ import threading
 import time
 
 from sptest import (SPTRACE, check, eq, finish, require_bpf, rows, run,
-                    tmpfile, wait_links)
+                    tmpfile)
 
 SOAK = os.environ["SOAK_HOST"]
 LIFE = os.environ["LIFE_HOST"]
@@ -60,18 +60,15 @@ class Trace:
 
     def __init__(self, pid, extra=()):
         self.out = tmpfile(".json")
+        # No "Ctrl-C" line with -d: -v says when it traces instead. No
+        # time is assumed for attaching.
+        verbose = ["-v"] if "-d" in extra else []
         self.p = subprocess.Popen([SPTRACE, "-p", str(pid), "-f", "json",
-                                   "-o", self.out] + list(extra),
+                                   "-o", self.out] + verbose + list(extra),
                                   stderr=subprocess.PIPE, text=True)
-        if "-d" in extra:
-            # no "Ctrl-C" line with -d: wait for its uprobe links (loading
-            # the BPF programs took over 1 s under load), then a little
-            self.head = ""
-            wait_links(self.p.pid)
-            time.sleep(0.2)
-        else:
-            line, self.head = wait_for(self.p.stderr, "Ctrl-C to stop")
-            check(line, "sptrace attached (%r)" % self.head)
+        line, self.head = wait_for(self.p.stderr, "after start" if verbose
+                                   else "Ctrl-C to stop", 120)
+        check(line, "sptrace attached (%r)" % self.head)
         self.t0 = time.time()
 
     def finish(self, timeout=60):
@@ -335,4 +332,29 @@ if res:
           "ran (%d iterations, none counted)" % res["b_truth"]["iterations"])
 if os.path.exists(out):
     os.unlink(out)
+
+# 7. -d without -v: a line says when tracing begins, and the seconds count
+# from it (attaching, however slow, is not part of them).
+host = subprocess.Popen([SOAK, "--wait", "--rate", "0", "--iterations",
+                         "1000"], stdout=subprocess.PIPE, text=True)
+check(readline(host.stdout).startswith("ready"), "-d line: host ready")
+out = tmpfile(".json")
+p = subprocess.Popen([SPTRACE, "-p", str(host.pid), "-d", "1.5", "-f",
+                      "json", "-o", out], stderr=subprocess.PIPE, text=True)
+line, head = wait_for(p.stderr, "sptrace: tracing", 120)
+t_line = time.time()
+check(line and "probe sites for 1.5 s" in line,
+      "-d: 'sptrace: tracing N probe sites for 1.5 s' (%r)" % head)
+p.wait(timeout=60)
+t_end = time.time()
+eq(p.returncode, 0, "-d line: sptrace exit status")
+check(t_end - t_line >= 1.45, "-d: the 1.5 s run after the line (%.2f s)"
+      % (t_end - t_line))
+with open(out) as f:
+    s = json.load(f)
+os.unlink(out)
+check(1.5e9 <= s["duration_ns"] < 1.5e9 + 1e9,
+      "-d: the duration is the 1.5 s traced (%d ns)" % s["duration_ns"])
+host.kill()
+host.wait()
 finish()

@@ -13,17 +13,18 @@ import subprocess
 import time
 
 import pgcluster
-from sptest import SPTRACE, check, eq, finish, require_bpf, rows, run, tmpfile
+from sptest import (SPTRACE, check, cleanup, eq, finish, require_bpf, rows,
+                    run, tmpfile)
 
 SPEC = os.path.join(os.environ["SPEC_DIR"], "postgresql15.spec")
-PGBENCH = [
-    "BEGIN;",
-    "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2;",
-    "SELECT abalance FROM pgbench_accounts WHERE aid = $1;",
-    "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2;",
-    "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2;",
-    "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, CURRENT_TIMESTAMP);",
-    "END;",
+PGBENCH = [      # as pg_stat_statements shows them (normalize=pg)
+    "BEGIN",
+    "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+    "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+    "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2",
+    "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2",
+    "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+    "END",
 ]
 CLIENTS, TXNS = 4, 500
 # Independent counters on the probe the spec's buffer_read line reads.
@@ -57,11 +58,7 @@ def traced_pgbench(c, target, spec_file):
         with open(out) as f:
             return json.load(f), err
     finally:
-        if sp.poll() is None:
-            sp.kill()
-            sp.wait()
-        if os.path.exists(out):
-            os.unlink(out)
+        cleanup(sp, out)
 
 
 def check_run(what, s):
@@ -98,33 +95,13 @@ def check_run(what, s):
     return r
 
 
-def others(c):
-    """Processes of the PostgreSQL binary outside our cluster: -b counts
-    every process of the file, so they would be counted too."""
-    ours, found = c.postmaster_pid(), []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            if os.readlink("/proc/%s/exe" % d) != pgcluster.POSTGRES:
-                continue
-            with open("/proc/%s/stat" % d) as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if int(d) != ours and ppid != ours:
-            found.append(int(d))
-    return found
-
-
 c = pgcluster.Cluster()
 spec_file = tmpfile(".spec")
 try:
     c.start()
-    eq(others(c), [], "no other PostgreSQL 15 runs (-b would count it)")
+    eq(c.others(), [], "no other PostgreSQL 15 runs (-b would count it)")
     c.pgbench(["-i", "-q", "-s", "1"])
-    with open(SPEC) as f, open(spec_file, "w") as g:
-        g.write(f.read() + EXTRA)
+    pgcluster.spec_with_opt_in(SPEC, spec_file, EXTRA)
 
     s_b, _ = traced_pgbench(c, ["-b", pgcluster.POSTGRES], spec_file)
     rb = check_run("-b", s_b)

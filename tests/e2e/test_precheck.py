@@ -10,7 +10,12 @@ command line, before any BPF is loaded or any command runs:
 - Not refused when the program can load more (it imports dlopen or an exec
   function, or --follow): a shim that execs the real program and a host
   that dlopen()s the library with the probes keep working.
-- No privileges and a bad -o: both said, by one invocation."""
+- No privileges and a bad -o: both said, by one invocation.
+- The targets themselves (issue 25): a -b file, a -p process or a command
+  without sp probes, a kernel thread, a zombie, a process whose files are
+  not ours to read: refused with the reason before the BPF object is
+  loaded. Run under deny_bpf (every bpf() call fails), the reason is still
+  the only line: nothing reached bpf() before it."""
 import json
 import os
 import shutil
@@ -25,6 +30,9 @@ SPEC_HOST = os.environ["SPEC_HOST"]
 ENABLED = os.environ["ENABLED_HOST"]
 THROW = os.environ["THROW_HOST"]
 DLOPEN = os.environ["DLOPEN_HOST"]
+DENY = os.environ["DENY_BPF"]
+GT = os.environ["GT_HOST"]
+EPERM = "1"
 NOPE = "nope:x__start,nope:x__done,name=x"
 
 
@@ -191,6 +199,100 @@ try:
                     SPEC_HOST, "1"])
     refused(p, "serve as a user with a bad --listen", "--listen", "CAP_BPF",
             n=2)
+
+    # The targets, before anything is loaded: under deny_bpf the load
+    # would fail with EPERM, so one line naming the target's problem means
+    # the check came first. With a bad -o both lines, in one pass.
+    nobpf = [DENY, EPERM, SPTRACE]
+    p = run(nobpf + ["-b", "/bin/ls", "-d", "1"])
+    refused(p, "-b a file without sp probes", "/bin/ls: no sp probes in "
+            "this file", n=1)
+    p = run(nobpf + ["-o", bad_o, "-b", "/bin/ls", "-d", "1"])
+    refused(p, "-b without probes and a bad -o", "-o " + bad_o,
+            "/bin/ls: no sp probes", n=2)
+    # A library it needs has them: -b traces only the file given.
+    lib = os.path.join(os.path.dirname(GT), "libgthost.so")
+    exe = os.path.join(d, "needs_lib")
+    with open(os.path.join(d, "main.c"), "w") as f:
+        f.write("unsigned long gt_lib_query(const char *, unsigned long);\n"
+                "int main(void) { return (int)gt_lib_query(\"x\", 0); }\n")
+    cc = run(["cc", "-o", exe, os.path.join(d, "main.c"), lib,
+              "-Wl,-rpath," + os.path.dirname(lib)])
+    if check(cc.returncode == 0, "a program needing libgthost.so built (%s)"
+             % cc.stderr.strip()[:200]):
+        p = run(nobpf + ["-b", exe, "-d", "1"])
+        refused(p, "-b an exe whose library has the probes",
+                "%s: no sp probes in this file" % exe,
+                "%s, which it loads, has some: add -b %s" % (lib, lib), n=1)
+
+    # A kernel thread: its reason, for tracing and for list.
+    kthread = next(pid for pid in sorted(int(x) for x in os.listdir("/proc")
+                                          if x.isdigit())
+                   if not os.path.exists("/proc/%d/exe" % pid) and
+                   int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1]
+                       .split()[6]) & 0x00200000)
+    p = run(nobpf + ["-p", str(kthread), "-d", "1"])
+    refused(p, "-p a kernel thread", "pid %d (" % kthread,
+            "a kernel thread, which runs no program", n=1)
+    p = run([SPTRACE, "list", "-p", str(kthread)])
+    refused(p, "list -p a kernel thread", "a kernel thread", n=1)
+    check("No such process" not in p.stderr,
+          "list -p a live kernel thread is not 'No such process' (%r)"
+          % p.stderr.strip())
+
+    # A zombie: exited, not reaped.
+    z = subprocess.Popen(["true"])
+    for _ in range(200):
+        if open("/proc/%d/stat" % z.pid).read().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.01)
+    p = run(nobpf + ["-p", str(z.pid), "-d", "1"])
+    z.wait()
+    refused(p, "-p a zombie", "pid %d (true): a zombie" % z.pid, n=1)
+
+    # A process whose mapped files are not ours to open: root without
+    # CAP_SYS_PTRACE and a root target holding it.
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.1)
+        p = run(["setpriv", "--bounding-set=-sys_ptrace",
+                 "--inh-caps=-sys_ptrace"] + nobpf +
+                ["-p", str(live.pid), "-d", "1"])
+        refused(p, "-p a process whose files are not ours to read",
+                "pid %d (sleep): cannot read the files it maps" % live.pid,
+                "Permission denied", "needs CAP_SYS_PTRACE, which this root "
+                "process lacks", n=1)
+        # ... and one we may read, without sp probes.
+        p = run(nobpf + ["-p", str(live.pid), "-d", "1"])
+        refused(p, "-p a process without sp probes",
+                "pid %d (sleep): no sp probes in its executable or "
+                "libraries" % live.pid, n=1)
+    finally:
+        live.kill()
+        live.wait()
+
+    # A command whose program and libraries have no sp probes and load no
+    # others: refused, for trace and record alike; record leaves no file.
+    spt = os.path.join(d, "r.spt")
+    for cmd in ([], ["record", "-o", spt]):
+        p = run(nobpf + cmd + ["--", "/bin/true"])
+        refused(p, "%s -- /bin/true" % (cmd[:1] or ["trace"])[0],
+                "/bin/true: no sp probes in /bin/true or its libraries, "
+                "and it loads no others", n=1)
+    check(not os.path.exists(spt), "record -- /bin/true: no file left")
+    # One that can exec (a shell): traced, and told at the end, by both.
+    for cmd in ([], ["record", "-o", spt]):
+        p = run([SPTRACE] + cmd + ["--", "sh", "-c", "true"])
+        check(p.returncode == 0 and
+              "warning: 'sh' has no sp probes in its executable or "
+              "libraries" in p.stderr,
+              "%s -- sh -c true: run, then the warning (exit %d, %r)"
+              % ((cmd[:1] or ["trace"])[0], p.returncode,
+                 p.stderr.strip()[:300]))
+    # mem needs no sp probes: not refused.
+    p = run([SPTRACE, "mem", "--", "/bin/true"])
+    eq(p.returncode, 0, "mem -- /bin/true: not refused (%s)"
+       % p.stderr.strip()[:200])
 finally:
     shutil.rmtree(d, ignore_errors=True)
 finish()

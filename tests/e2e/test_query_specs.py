@@ -5,9 +5,14 @@ libstdc++'s exception probes (fixed names, cache-hit counters), and bad
 specs, each refused with one line."""
 import json
 import os
+import signal
+import subprocess
+import time
 
-from sptest import (SPTRACE, check, eq, finish, host_truth, optional,
-                    require_bpf, rows, run, tmpfile, trace_json)
+from fleet_metrics import scrape, start_serve, stop_serve
+from sptest import (SPTRACE, check, cleanup, eq, finish, host_truth,
+                    optional, require_bpf, rows, run, tmpfile, trace_json,
+                    wait_tracing)
 
 PY = "/usr/bin/python3.11"
 THROW = os.environ["THROW_HOST"]
@@ -135,11 +140,16 @@ eq(sum(kq.values()) + r["kq__start <other>"]["count"], t["keys"] - 1,
 check("events of names beyond max-rows" in p.stderr and "%s:10:" % spec_file in p.stderr,
       "max-rows: the warning names the spec line (%r)" % p.stderr.strip()[-300:])
 
-# 256-byte names: a 300-byte string is cut at 255; digits normalized.
-p, s = trace(["--query", "sph:key,name=arg0,kind=cache,normalize=digits", "--", SPEC_HOST, "3"])
+# 256-byte names: a 300-byte string is cut at 255; digits normalized, in
+# BPF: the keys make one row there, so two rows (that and the long name)
+# fit max-rows=2 and nothing goes to <other>.
+p, s = trace(["--query", "sph:key,name=arg0,kind=cache,normalize=digits,max-rows=2",
+              "--", SPEC_HOST, "3"])
 r = rows(s)
 eq(r.get("L" * 255, {}).get("cache_hits"), 1, "a 300-byte name keeps 255 bytes")
 eq(r["key-?"]["cache_hits"], host_truth(p.stdout)["keys"] - 1, "normalize=digits: one key row")
+eq(sorted(n for n in r if n.endswith("<other>")), [],
+   "normalize=digits folds in BPF: no value beyond max-rows=2")
 
 # A line whose END comes first: its warning names the line.
 with open(spec_file, "w") as f:
@@ -168,8 +178,70 @@ for bad, needle in [
         ("a:b,c:d,name=x,normalize=sql", "normalize= needs name=argN"),
         ("a:b,c:d,name=arg0,max-rows=0", "max-rows=0"),
         ("a:b,c:d,name=x,stack=-", "stack=-"),
-        ("a:b,name=x,kind=cache,outcomes", "outcomes and stack= need"),
+        ("a:b,name=x,kind=cache,outcomes", "outcomes, stack= and serial need"),
         ("a:b@l,c:d,name=x", "@LABEL names an END")]:
     p, s = trace(["--query", bad, "--", THROW, "1"])
     one_error_line(p, "bad spec %r" % bad, needle)
+
+
+def loaded_programs(pid):
+    """The names of the BPF programs process pid holds: the prog_id of
+    each of its program and link descriptors (fdinfo), named by bpftool."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                ids |= {int(l.split()[1]) for l in f if l.startswith("prog_id:")}
+        except OSError:
+            pass
+    p = run(["bpftool", "-j", "prog", "show"])
+    if p.returncode:
+        return None
+    return {g.get("name") for g in json.loads(p.stdout) if g.get("id") in ids}
+
+
+def test_binaries_without_sp():
+    """-b files without sp probes (a third-party provider's, traced by
+    --query): the sp probes' programs (sp_event, the batched family) are
+    not loaded, so not verified (issue #25), and the line still counts."""
+    out = tmpfile(".json")
+    sp = None
+    try:
+        sp = subprocess.Popen([SPTRACE, "-b", SPEC_HOST, "--query",
+                               "sph:outer__start,sph:outer__done,name=arg0",
+                               "-f", "json", "-o", out],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        wait_tracing(sp)
+        progs = loaded_programs(sp.pid)
+        if check(progs is not None, "bpftool lists sptrace's programs"):
+            eq(sorted(progs & {"sp_event", "sp_flush", "sp_tsc", "sp_batch_feed"}), [],
+               "-b without sp probes: no sp program loaded (%s)" % sorted(progs))
+            check("sp_spec_begin" in progs, "-b: the --query programs loaded")
+        t = host_truth(run([SPEC_HOST, "20"]).stdout)
+        sp.send_signal(signal.SIGINT)
+        _, err = sp.communicate(timeout=120)
+        eq(sp.returncode, 0, "-b without sp probes: exit 0 (%s)" % err.strip()[-300:])
+        with open(out) as f:
+            r = rows(json.load(f))
+        eq(r.get("outer", {}).get("count"), t["n"],
+           "-b without sp probes: the line counts the host's intervals")
+    finally:
+        cleanup(sp, out)
+
+
+test_binaries_without_sp()
+# serve reads the maps at every scrape: a line's warning (here its <other>
+# row growing at each run of the host) is said once a minute at most, not
+# at every read (before: the same warning at each of them).
+serve, url = start_serve(["-b", SPEC_HOST, "--query",
+                          "sph:key,name=arg0,kind=cache,max-rows=2"])
+for i in range(4):
+    subprocess.run([SPEC_HOST, "50"], stdout=subprocess.DEVNULL, timeout=60)
+    scrape(url)
+    time.sleep(0.2)
+stop_serve(serve)
+warned = [l for l in serve.stderr.read().splitlines() if "<other> row" in l]
+eq(len(warned), 1, "serve: the <other> warning once in 4 scrapes (%r)" % warned)
 finish()

@@ -16,6 +16,7 @@ from sptest import (SPTRACE, check, close, eq, finish, host_truth,
 GT = os.environ["GT_HOST"]
 QE = os.environ["QE_HOST"]
 BATCH = os.environ["BATCH_HOST"]
+ENABLED = os.environ["ENABLED_HOST"]
 # meson runs this file twice: batched (the default) and per-event.
 MODE = ("per-event" if os.environ.get("SPTRACE_PER_EVENT", "0") not in ("", "0")
         else "batched")
@@ -152,7 +153,9 @@ def test_batched_path():
     eq(b["errors"]["lost"], 0, "recorded cross: nothing lost")
     eq(a["errors"]["batch_lost"], 0, "recorded cross: no batch lost")
 
-    p, spt = record(["--", BATCH, "signal", "1000000"], "-v")
+    # per-event, a pair traps twice: ~25 us on a VM with slow traps
+    p, spt = record(["--", BATCH, "signal",
+                     "1000000" if MODE == "batched" else "200000"], "-v")
     eq(p.returncode, 0, "record signal: exit 0 (%s)" % p.stderr.strip()[-300:])
     t = host_truth(p.stdout)
     events, records, batches = record_counts(p.stderr)
@@ -206,6 +209,58 @@ def test_pid_record():
     os.unlink(spt)
     if check(s is not None, "JSON summary written (test_record.py:123)"):
         eq(rows(s)["outer"]["count"], 10, "record -p: outer count")
+
+
+def test_duration_from_armed():
+    """The run's duration starts when counting is armed, not when sptrace
+    started (the BPF load before it is no traced time; issue 25: 15.2 s for
+    a 4 s run). The host's own clock says when the tracer attached (its
+    semaphore rose: after the load, before arming) and detached (it fell:
+    after disarming); the duration, live and recorded, lies within, and the
+    trace's start (export --chrome's base_monotonic_ns) is not before it."""
+    for rec in (False, True):
+        host = subprocess.Popen([ENABLED, "--clock"], stdout=subprocess.PIPE,
+                                text=True)
+        try:
+            at = {}
+            eq(host.stdout.readline().split()[:3],
+               ["sema=0", "flush=0", "enabled=0"], "host: untraced at first")
+            spt = tmpfile(".spt")
+            args = ([SPTRACE, "record", "-o", spt] if rec else
+                    [SPTRACE, "-f", "json"]) + ["-p", str(host.pid), "-d", "1"]
+            t = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            while len(at) < 2:
+                f = host.stdout.readline().split()
+                if not f:
+                    break
+                key = "on" if f[2] == "enabled=1" else "off"
+                at.setdefault(key, int(f[3].split("=")[1]))
+            out, err = t.communicate(timeout=60)
+        finally:
+            host.kill()
+            host.wait()
+        what = "record" if rec else "live"
+        if not check(t.returncode == 0 and len(at) == 2,
+                     "%s -p -d 1: traced, the host saw it attach and detach "
+                     "(%s, %r)" % (what, at, err.strip()[-200:])):
+            continue
+        if rec:
+            s = summarize_json(spt)[1]
+            p = run([SPTRACE, "export", "--chrome", spt, "-o", "-"])
+            base = int(json.loads(p.stdout)["otherData"]["base_monotonic_ns"])
+            os.unlink(spt)
+            check(base >= at["on"] - 20000000,
+                  "record: the trace starts when counting was armed, not "
+                  "before the host saw the tracer attach (%.3f s before it)"
+                  % ((at["on"] - base) / 1e9))
+        else:
+            s = json.loads(out)
+        window = at["off"] - at["on"]
+        dur = s["duration_ns"] if s else -1
+        check(0.9e9 <= dur <= window + 20000000,
+              "%s: duration %.3f s within the host's attached window %.3f s "
+              "(and about -d 1)" % (what, dur / 1e9, window / 1e9))
 
 
 def test_bad_files():
@@ -272,6 +327,26 @@ def test_diff_and_exports():
     eq(d["warm_outer"]["delta"]["count"], 0, "diff: warm-up unchanged")
     p = run([SPTRACE, "diff", spt, spt2])
     check(p.returncode == 0 and "Total" in p.stdout, "diff table printed")
+
+    # Without -o, standard output: `export --chrome X > out.json` (a
+    # file), a pipe; the same bytes as -o FILE, for every format.
+    for fmt in ("--chrome", "--folded", "--csv"):
+        want = tmpfile(".out")
+        eq(run([SPTRACE, "export", fmt, spt, "-o", want]).returncode, 0,
+           "export %s -o FILE" % fmt)
+        got = tmpfile(".out")
+        with open(got, "w") as f:
+            p = subprocess.run([SPTRACE, "export", fmt, spt], stdout=f,
+                               stderr=subprocess.PIPE, text=True)
+        piped = run([SPTRACE, "export", fmt, spt])
+        with open(want) as a, open(got) as b:
+            wb = a.read()
+            check(p.returncode == 0 and piped.returncode == 0 and
+                  wb == b.read() == piped.stdout and wb,
+                  "export %s > FILE and | PIPE without -o: exit 0, the bytes "
+                  "of -o FILE (%s)" % (fmt, p.stderr.strip()[:200]))
+        os.unlink(want)
+        os.unlink(got)
 
     # Chrome trace: valid JSON, required fields, one slice per invocation
     out = tmpfile(".json")
@@ -386,6 +461,7 @@ test_diff_and_exports()
 retry_timing(test_ground_truth)
 test_filters()
 test_pid_record()
+test_duration_from_armed()
 test_bad_files()
 test_output_safety()
 test_batched_path()

@@ -91,4 +91,15 @@ check(p.returncode != 0 and len(lines) == 1 and
       "record refuses kind=cache with hit=, one line, host not run (rc %d, %r)" % (
           p.returncode, p.stderr.strip()[-300:]))
 check(not os.path.exists(spt), "refused: no trace file")
+
+# normalize=pg names rows from every string seen, at the end: refused too.
+p = run([SPTRACE, "record", "-o", spt, "--query",
+         "sph:query-start,sph:query__done,name=arg0,normalize=pg", "--",
+         SPEC_HOST, "3"])
+lines = [l for l in p.stderr.splitlines() if l.startswith("sptrace:")]
+check(p.returncode != 0 and len(lines) == 1 and "normalize=pg" in lines[0]
+      and p.stdout == "",
+      "record refuses normalize=pg, one line, host not run (rc %d, %r)" % (
+          p.returncode, p.stderr.strip()[-300:]))
+check(not os.path.exists(spt), "refused: no trace file")
 finish()

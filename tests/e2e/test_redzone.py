@@ -2,9 +2,10 @@
 """The probe site must not corrupt the red zone of leaf functions when the
 kernel turns the uprobe on its 5-byte nop into a call. The host's leaf
 function keeps spilled values below %rsp across its probes; millions of
-traced calls must all compute the right result. A naive nop5 site, traced
-the same way, is the negative control: it must go wrong, or this test could
-not fail. The host is built with SP_PROBES_NO_BATCH (a batched query probe
+traced calls must all compute the right result, with the site kept a trap
+(sptrace's guard for forked children) and as the kernel's call
+(SPTRACE_SITE_GUARD=direct). A naive nop5 site, traced with the call, is
+the negative control: it must go wrong, or this test could not fail. The host is built with SP_PROBES_NO_BATCH (a batched query probe
 calls the ring code, so its function would be no leaf): it is also the
 program built without batching that sptrace must trace per-event, per file.
 The batched trap, sp:flush, sits between the same leas (header test)."""
@@ -12,7 +13,8 @@ import os
 import re
 import subprocess
 
-from sptest import check, eq, finish, require_bpf, rows, run, trace_json
+from sptest import (check, eq, finish, require_bpf, rows, run, trace_json,
+                    wait_detached)
 
 RZ = os.environ["RZ_HOST"]
 CALLS = 2000000
@@ -88,16 +90,28 @@ eq(wrong_count(p.stdout), (0, 100000), "untraced: all results right")
 # The host is built with SP_PROBES_NO_BATCH (no sp:flush): sptrace traces
 # it event by event by itself, with no SPTRACE_PER_EVENT.
 os.environ.pop("SPTRACE_PER_EVENT", None)
-p, s = trace_json(["--", RZ, "safe", str(CALLS)], timeout=600)
-eq(wrong_count(p.stdout), (0, CALLS), "traced sp site: all results right")
-if check(s is not None, "JSON summary written"):
-    eq(s.get("events"), "per-event",
-       "a file without sp:flush (built without batching) is traced per-event")
-    eq(rows(s).get("rz", {}).get("count"), CALLS, "traced sp site: every call counted")
+# sptrace keeps per-event sites traps where the kernel's call would kill
+# forked children (live/site_guard.c); the site must be safe under the
+# call all the same (another tracer, or a kernel that keeps the call
+# across fork): SPTRACE_SITE_GUARD=direct lets the kernel make it.
+for guard in ("auto", "direct"):
+    if guard == "direct":
+        check(wait_detached(), "the guarded run's uprobes are gone")
+    os.environ["SPTRACE_SITE_GUARD"] = guard
+    p, s = trace_json(["--", RZ, "safe", str(CALLS)], timeout=600)
+    eq(wrong_count(p.stdout), (0, CALLS),
+       "traced sp site (guard %s): all results right" % guard)
+    if check(s is not None, "JSON summary written"):
+        eq(s.get("events"), "per-event",
+           "a file without sp:flush (built without batching) is traced per-event")
+        eq(rows(s).get("rz", {}).get("count"), CALLS,
+           "traced sp site (guard %s): every call counted" % guard)
 
 p = run([RZ, "safe", "100000"])
 eq(wrong_count(p.stdout), (0, 100000), "after tracing: all results right")
 
+# The kernel's call, which writes below %rsp (guard off).
+check(wait_detached(), "the earlier runs' uprobes are gone")
 p, s = trace_json(["--", RZ, "naive", "200000"], timeout=600)
 w, n = wrong_count(p.stdout)
 check(w is not None and w > 0,

@@ -342,9 +342,12 @@ def check_deltas(label, shown, base, new):
     return classes
 
 
+# A frame's name from its title, "NAME: TOTAL, self SELF (P% of all)": its
+# label may be cut to fit the frame (check_flame_labels()).
 READ_FLAME = """
 function walk(g, path, out) {
-  var p = path.concat([g.querySelector(':scope > svg > text').textContent]);
+  var t = g.querySelector(':scope > title').textContent;
+  var p = path.concat([t.replace(/: [^:]*, self [^:]*\\([^(]*% of all\\)$/, '')]);
   out.push([p.join(';'), Number(g.getAttribute('data-total')),
             Number(g.getAttribute('data-self'))]);
   Array.prototype.forEach.call(g.querySelectorAll(':scope > g.fr'),
@@ -354,6 +357,26 @@ var out = [], root = document.querySelector('#flame svg > g.fr');
 if (root)
   walk(root, [], out);
 return out;
+"""
+
+# Each icicle frame: its name (title), its label, the label's rendered
+# width and the frame's, in the icicle's units.
+READ_LABELS = """
+return Array.prototype.map.call(document.querySelectorAll('#flame g.fr'),
+  function (g) {
+    var t = g.querySelector(':scope > svg > text');
+    return [g.querySelector(':scope > title').textContent
+              .replace(/: [^:]*, self [^:]*\\([^(]*% of all\\)$/, ''),
+            t.textContent, t.getComputedTextLength(),
+            Number(g.querySelector(':scope > rect').getAttribute('width'))];
+  });
+"""
+
+# Where the thread timeline's first bar starts, over its width (0..1).
+READ_FIRST_BAR = """
+var xs = Array.prototype.map.call(document.querySelectorAll('#threads rect.sl'),
+  function (r) { return Number(r.getAttribute('x')); });
+return xs.length ? (Math.min.apply(null, xs) - 170) / 1000 : null;
 """
 
 READ_LANES = """
@@ -389,6 +412,25 @@ def check_trace_sections(b, label, truth, summary, iterations):
                   (label, path))
     check("all threads;recurse;recurse;recurse" in fl,
           "%s: icicle shows recursion 3 deep" % label)
+    # Labels fit their frames (issue 25: "persis", "o", "ty"): the whole
+    # name, or a cut one ending in "..." with a character before it, or
+    # none on a frame too narrow for that; drawn inside the frame.
+    bad = [(n, t, round(tw, 1), round(w, 1))
+           for n, t, tw, w in b.js(READ_LABELS)
+           if not (t == display(n) or
+                   (t.endswith("...") and len(t) >= 4 and
+                    display(n).startswith(t[:-3])) or
+                   (t == "" and w < 6 + 4 * 7)) or (t and tw > w - 3)]
+    eq(bad, [], "%s: every icicle label whole, cut with ..., or none on a "
+       "narrow frame, and inside its frame" % label)
+    # The timeline spans the run from when counting was armed: the first
+    # bar near its left end, not in the rightmost part after the BPF load
+    # (issue 25). In its first quarter: before the first bar lie the host's
+    # exec and start-up, 0.12 of the run for an ASan build where a system
+    # call costs ~1 us (a CI run).
+    first = b.js(READ_FIRST_BAR)
+    check(first is not None and first < 0.25, "%s: the thread timeline's "
+          "first bar starts in its first quarter (at %s)" % (label, first))
     lanes = b.js(READ_LANES)
     eq(len(lanes), truth["threads"], "%s: one lane per worker thread" % label)
     for tid, n, busy, text, nrect in lanes:
@@ -536,6 +578,23 @@ class Catcher(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def display(name):
+    """The display form of a name, as the terminal table and the page show
+    it (common/text.h, text__display()): controls, DEL, C1, bidi and line
+    separators as \\xHH per byte, a backslash doubled."""
+    out = []
+    for ch in name:
+        c = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif (c < 0x20 or 0x7f <= c <= 0x9f or c in (0x61c, 0x200e, 0x200f)
+              or 0x2028 <= c <= 0x202e or 0x2066 <= c <= 0x2069):
+            out.append("".join("\\x%02x" % x for x in ch.encode()))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def test_hostile(b):
     p, base = trace_json(["--", HOSTILE])
     eq(p.returncode, 0, "hostile run: exit 0")
@@ -560,19 +619,20 @@ def test_hostile(b):
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         b.get("file://" + page)
-        names = set(rows(new)) | set(rows(base))
+        names = {display(n) for n in set(rows(new)) | set(rows(base))}
         t, shown = read_table(b)
         eq(sorted(shown), sorted(names),
-           "hostile: every name literal in the table (%d names)" % len(names))
+           "hostile: every name in the table in the terminal's display form, "
+           "no raw control (%d names)" % len(names))
         for name, q in rows(new).items():
-            if name in shown:
-                eq(int(shown[name]["count"]["v"]), q["count"],
+            if display(name) in shown:
+                eq(int(shown[display(name)]["count"]["v"]), q["count"],
                    "hostile: %r count" % name)
         eq(b.js("return document.title"), PAYLOAD, "hostile: title literal")
         b.click(b.js(ROW_BY_NAME, PAYLOAD))
         eq(b.js("return document.getElementById('panel-name').textContent"),
            PAYLOAD, "hostile: payload literal in the panel")
-        b.click(b.js(ROW_BY_NAME, "new\nline"))
+        b.click(b.js(ROW_BY_NAME, display("new\nline")))
         eq(b.js("return [typeof window.__pwned, document.images.length, "
                 "document.scripts.length, document.querySelectorAll("
                 "'[onerror]').length]"), ["undefined", 0, 2, 0],

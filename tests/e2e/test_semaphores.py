@@ -11,7 +11,8 @@ import signal
 import subprocess
 import time
 
-from sptest import SPTRACE, check, eq, finish, require_bpf
+from sptest import (SPTRACE, TIME_FACTOR, check, eq, finish, require_bpf,
+                    wait_tracing)
 
 HOST = os.environ["ENABLED_HOST"]
 
@@ -50,32 +51,40 @@ def wait_line(proc, want, timeout=5.0):
 def run_mode(label, env, traced):
     host = subprocess.Popen([HOST], stdout=subprocess.PIPE)
     try:
-        check(wait_line(host, "sema=0 flush=0 enabled=0"),
+        check(wait_line(host, "sema=0 flush=0 enabled=0", 30),
               label + ": untraced: semaphores 0")
 
+        # No time is assumed for attaching: sptrace's line says when it
+        # traces (the semaphores rose before), and the host prints a change
+        # within a millisecond of it.
         tracer = subprocess.Popen([SPTRACE, "-p", str(host.pid)], env=env,
                                   stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        check(wait_line(host, traced),
+                                  stderr=subprocess.PIPE, text=True)
+        check("Ctrl-C to stop" in "".join(wait_tracing(tracer)),
+              label + ": sptrace traces")
+        check(wait_line(host, traced, 30),
               label + ": traced: %s, SP_ENABLED()" % traced)
         tracer.kill()
-        tracer.wait()
-        check(wait_line(host, "sema=0 flush=0 enabled=0"),
+        tracer.communicate()
+        check(wait_line(host, "sema=0 flush=0 enabled=0", 30),
               label + ": sptrace killed with SIGKILL: semaphores back to 0")
 
         tracer = subprocess.Popen([SPTRACE, "-p", str(host.pid)], env=env,
                                   stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True)
-        check(wait_line(host, traced), label + ": traced again: " + traced)
-        time.sleep(0.2)
+                                  stderr=subprocess.PIPE, text=True)
+        check("Ctrl-C to stop" in "".join(wait_tracing(tracer)),
+              label + ": sptrace traces again")
+        check(wait_line(host, traced, 30), label + ": traced again: " + traced)
+        time.sleep(0.2)     # traced work: the host's ticks, 1 ms each
         t0 = time.time()
         tracer.send_signal(signal.SIGINT)
         out, _ = tracer.communicate(timeout=10)
         eq(tracer.returncode, 0, label + ": SIGINT: exit 0")
-        check(time.time() - t0 < 1.0, label + ": SIGINT: table within 1 s (%.2fs)"
-              % (time.time() - t0))
+        check(time.time() - t0 < 1.0 * TIME_FACTOR,
+              label + ": SIGINT: table within %d s (%.2fs)"
+              % (TIME_FACTOR, time.time() - t0))
         check("| tick" in out, label + ": SIGINT: table has the query")
-        check(wait_line(host, "sema=0 flush=0 enabled=0"),
+        check(wait_line(host, "sema=0 flush=0 enabled=0", 30),
               label + ": detached: semaphores back to 0")
     finally:
         host.kill()

@@ -26,7 +26,10 @@ try:
     label = "release-candidate-" + "x" * 82
     longarg = "a" * 200
     for args in (["1", longarg], ["2"]):
+        # A --query line gives the run its sph:outer row (a command with
+        # no probe at all is refused before tracing).
         p = run([SPTRACE, "--db", db, "--label", label, "-o", os.devnull,
+                 "--query", "sph:outer__start,sph:outer__done,name=sph:outer",
                  "--", SPEC_HOST] + args)
         eq(p.returncode, 0, "stored a run (%s)" % p.stderr.strip()[:200])
 

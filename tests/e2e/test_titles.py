@@ -2,8 +2,10 @@
 """Process titles (/proc/PID/cmdline, rewritten by the process as
 PostgreSQL's backends do): the exact title of each process in --per-pid
 JSON, CSV and table, the last one a process had alive, cut at 127 bytes
-with "..."; in serve, the `title` label of sptrace_process_info taken at
-first sight that does not change when the process retitles itself; in a
+with "...", also for processes that live less than the 200 ms between two
+title reads (taken as they exit, launched and -b); in serve, the `title` label of sptrace_process_info: the first
+title the process set (not its parent's, seen between its fork and its
+own title), which does not change when the process retitles itself; in a
 recording, the title at the process's first event, which export --chrome
 makes its process_name.
 Truth: the titles the host processes wrote and printed."""
@@ -15,7 +17,8 @@ import subprocess
 import time
 
 from fleet_metrics import parse, scrape, start_serve, stop_serve
-from sptest import (SPTRACE, check, eq, finish, require_bpf, run, tmpfile)
+from sptest import (SPTRACE, check, cleanup, eq, finish, require_bpf, run,
+                    tmpfile, wait_tracing)
 
 HOST = os.environ["TITLE_HOST"]
 K = 5
@@ -34,20 +37,28 @@ def truths(stdout):
                                   if l.startswith("{"))}
 
 
-def test_per_pid():
-    cmd = [HOST, str(K), "300", "1000", PAD]
+def launched(cmd, what):
+    """sptrace --per-pid --follow -- cmd: the children's printed truths,
+    and their t_work rows as {pid: (title, count)} got and wanted (the
+    last title each had, as sptrace keeps it)."""
     out = tmpfile(".json")
-    p = run([SPTRACE, "--per-pid", "--follow", "-f", "json", "-o", out,
-             "--"] + cmd, timeout=120)
-    eq(p.returncode, 0, "trace --per-pid: exit 0 (%s)" % p.stderr[-300:])
+    p = run([SPTRACE, "--per-pid", "--follow", "-f", "json", "--force",
+             "-o", out, "--"] + cmd, timeout=120)
+    eq(p.returncode, 0, "%s: exit 0 (%s)" % (what, p.stderr[-300:]))
     truth = truths(p.stdout)
-    eq(len(truth), 2, "two children printed their titles")
     with open(out) as f:
         data = json.load(f)
     os.unlink(out)
     got = {q["pid"]: (q["title"], q["count"]) for q in data["queries"]
            if q["name"] == "t_work"}
     want = {pid: (kept(t["t2"]), t["count"]) for pid, t in truth.items()}
+    return truth, got, want
+
+
+def test_per_pid():
+    cmd = [HOST, str(K), "300", "1000", PAD]
+    truth, got, want = launched(cmd, "trace --per-pid")
+    eq(len(truth), 2, "two children printed their titles")
     eq(got, want, "--per-pid JSON: each child's last title alive, exact "
        "(child 1's 200 bytes cut to 127 with ...), and its count")
     w0 = [t for t in truth.values() if "worker 0" in t["t2"]]
@@ -89,13 +100,54 @@ def test_per_pid():
           "--per-pid --wide table: Item within its 60 cells (%s)" % items)
 
 
-def test_serve():
+def test_short_lived():
+    """Children that live about 40 ms, less than the 200 ms between two
+    title scans, set their title after the fork and again just before they
+    exit (a PostgreSQL backend of a short connection): each row has the
+    last one, taken as the process exited. Without that, such a child is
+    never seen alive with its own title (an empty title)."""
+    cmd = [HOST, str(K), "20", "0", PAD]
+    for r in range(3):
+        _, got, want = launched(cmd, "short-lived %d" % r)
+        eq(got, want, "short-lived %d, launched: each child's title as it "
+           "exited, and its count" % r)
+    # -b: processes of the file, started after sptrace.
+    out = tmpfile(".json")
+    tracer = None
+    try:
+        tracer = subprocess.Popen([SPTRACE, "-b", HOST, "--per-pid", "-f",
+                                   "json", "--force", "-o", out],
+                                  stderr=subprocess.PIPE, text=True)
+        wait_tracing(tracer)
+        truth = {}
+        for r in range(2):
+            truth.update(truths(run(cmd).stdout))
+        tracer.send_signal(2)
+        _, err = tracer.communicate(timeout=60)
+        eq(tracer.returncode, 0, "short-lived -b: exit 0 (%s)" % err[-300:])
+        with open(out) as f:
+            data = json.load(f)
+        got = {q["pid"]: q["title"] for q in data["queries"]
+               if q["name"] == "t_work"}
+        eq(got, {pid: kept(t["t2"]) for pid, t in truth.items()},
+           "short-lived -b: each child's title as it exited")
+    finally:
+        cleanup(tracer, out)
+
+
+def test_serve(late_ms=0):
+    what = "serve" if not late_ms else "serve, titled %d ms after fork" % late_ms
     serve, url = start_serve(["-b", HOST])
     try:
         # Children keep title 1 for 1.5 s (serve's scan of -b processes
-        # runs every 200 ms), then retitle and stay 3 s.
+        # runs every 200 ms), then retitle and stay 3 s. With late_ms,
+        # they show their parent's title that long first: serve sees it
+        # and must take title 1 once it is set.
+        env = dict(os.environ)
+        if late_ms:
+            env["TITLE_HOST_LATE_MS"] = str(late_ms)
         h = subprocess.Popen([HOST, str(K), "1500", "3000", PAD],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, env=env)
         truth = {}
         for _ in range(2):
             t = json.loads(h.stdout.readline())
@@ -113,9 +165,10 @@ def test_serve():
                            l["pid"] in pids})
             time.sleep(0.5)
         want = {pid: kept(t["t1"]) for pid, t in truth.items()}
-        eq(labels[0], want, "serve: title label = the title at first sight")
-        eq(labels[1], want, "serve: the label does not change when the "
-           "process retitles itself (no new series)")
+        eq(labels[0], want, "%s: title label = the first title the "
+           "process set" % what)
+        eq(labels[1], want, "%s: the label does not change when the "
+           "process retitles itself (no new series)" % what)
         h.wait(timeout=30)
         eq(h.returncode, 0, "title host exit 0")
     finally:
@@ -145,6 +198,8 @@ def test_chrome():
 
 
 test_per_pid()
+test_short_lived()
 test_serve()
+test_serve(late_ms=800)
 test_chrome()
 finish()

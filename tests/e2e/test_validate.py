@@ -8,6 +8,7 @@ match nothing. No run is spent and no file is left behind on any failure:
 not the trace file, not the --summary, not a --db database. A command that
 is a script (a pyenv shim) is followed through its exec, and a probe not
 found says which program really ran."""
+import json
 import os
 import shutil
 import stat
@@ -72,13 +73,73 @@ try:
     refused(run([SPTRACE, "-b", missing, "-o", missing, "-d", "1"]),
             "-b missing and -o missing", "-b " + missing, "-o " + missing, n=2)
 
-    # Writing to a device: /dev/null works, /dev/full says why, once.
+    # Writing to a device: /dev/null works; /dev/full, a /proc file and a
+    # name under /sys are refused before tracing, by the live trace and
+    # record alike (one check, output__check), with or without --force.
     p = run([SPTRACE, "-o", "/dev/null", "--", GT, "1"])
     eq(p.returncode, 0, "-o /dev/null: exit 0 (%s)" % p.stderr.strip()[:200])
-    p = run([SPTRACE, "-o", "/dev/full", "-f", "json", "--", GT, "1"])
-    ls = [l for l in lines(p) if "warning" not in l]
-    eq((p.returncode, ls), (1, ["sptrace: /dev/full: write failed: No space "
-                                "left on device"]), "-o /dev/full: one line")
+    for o, why in (("/dev/full", "-o /dev/full: cannot write: No space left "
+                    "on device"),
+                   ("/proc/version", "-o /proc/version: a file of /proc "
+                    "(procfs), a kernel interface"),
+                   ("/sys/kernel/nosuch", "-o /sys/kernel/nosuch: /sys/kernel "
+                    "is in /sys (sysfs), a kernel interface, where no file "
+                    "can be created")):
+        for cmd in ([], ["record"], ["mem"]):
+            for force in ([], ["--force"]):
+                refused(run([SPTRACE] + cmd + ["-o", o] + force +
+                            ["--", GT, "1"]),
+                        "%s -o %s %s" % ((cmd or ["trace"])[0], o,
+                                         " ".join(force)), why)
+    # stdout a device that takes nothing: said before tracing too.
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([SPTRACE, "-f", "json", "--", GT, "1"],
+                           stdout=full, stderr=subprocess.PIPE, text=True)
+    eq((p.returncode, lines(p)),
+       (1, ["sptrace: stdout: cannot write: No space left on device "
+            "(redirect it, or give -o FILE)"]), "> /dev/full: one line")
+
+    # A write that fails once the run is over (the disk filled while it
+    # traced: a full tmpfs in a private mount namespace) loses nothing:
+    # one line with the device's reason names where the report is kept,
+    # and that copy is the whole run (the host's own counts); the partial
+    # -o file is not left. export streams (its trace stays): one line, the
+    # device's errno, nothing kept.
+    mnt = os.path.join(d, "mnt")
+    keep = os.path.join(d, "keep")
+    os.mkdir(mnt)
+    os.mkdir(keep)
+    spt_full = os.path.join(d, "full.spt")
+    eq(run([SPTRACE, "record", "-o", spt_full, "--", GT, "1"]).returncode, 0,
+       "a trace to export")
+    fill = ("mount -t tmpfs -o size=64k none %s && "
+            "dd if=/dev/zero of=%s/fill bs=4k 2>/dev/null; " % (mnt, mnt))
+    out = os.path.join(mnt, "out.json")
+    p = run(["unshare", "--mount", "sh", "-c", fill + 'exec "$@"', "sh",
+             "env", "TMPDIR=" + keep, SPTRACE, "-f", "json", "-o", out, "--",
+             GT, "--threads", "1", "3"])
+    kept = os.listdir(keep)
+    eq((p.returncode, lines(p)),
+       (1, ["sptrace: %s: write failed: No space left on device (the report "
+            "is kept in %s)" % (out, os.path.join(keep, kept[0]) if kept
+                                else "?")]),
+       "-o on a full disk: one line naming where the run is kept")
+    if kept:
+        with open(os.path.join(keep, kept[0])) as f:
+            s = json.load(f)
+        eq(rows(s)["outer"]["count"], host_truth(p.stdout)["iterations"],
+           "the kept report is the run (the host's count of outer)")
+        eq(os.stat(os.path.join(keep, kept[0])).st_mode & 0o777, 0o600,
+           "the kept report is private")
+    for fmt in ("--folded", "--csv", "--chrome"):
+        p = run(["unshare", "--mount", "sh", "-c", fill + 'exec "$@"', "sh",
+                 SPTRACE, "export", fmt, spt_full, "-o", out])
+        eq((p.returncode, lines(p)),
+           (1, ["sptrace: %s: write failed: No space left on device" % out]),
+           "export %s to a full disk: one line, the device's errno" % fmt)
+    refused(run([SPTRACE, "export", "--folded", spt_full, "-o", "/dev/full"]),
+            "export --folded -o /dev/full", "-o /dev/full: cannot write: No "
+            "space left on device")
 
     # A device is written as it is: never created, chmod'ed or removed,
     # even by a record that fails after opening it. A node of its own
@@ -130,6 +191,27 @@ try:
     refused(run([SPTRACE, "record", "-o", u, "--", d]), "record -- DIR",
             "Is a directory")
     check(not os.path.exists(u), "record -- DIR: no stub file")
+
+    # A FIFO (or a device) where a file is read: refused at once in one
+    # line (open() of a FIFO waits for a writer, which never comes), by
+    # every command that reads one (common/input.c); a --db one too.
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    for args in (["summarize", fifo], ["export", "--csv", fifo, "-o", "-"],
+                 ["export", "--chrome", fifo, "-o", "-"], ["list", fifo],
+                 ["list", "/dev/null"], ["diff", fifo, spt_full],
+                 ["report", fifo], ["report", "--mem", fifo, spt_full],
+                 ["import", fifo, "--db", os.path.join(d, "i.db")],
+                 ["--query-file", fifo, "--", GT, "1"],
+                 ["history", "--db", fifo], ["diff", "--db", fifo, "1", "2"],
+                 ["-o", os.path.join(d, "x.json"), "--db", fifo, "--", GT,
+                  "1"]):
+        try:
+            p = run([SPTRACE] + args, timeout=20)
+        except subprocess.TimeoutExpired:
+            check(False, "sptrace %s: hung on the FIFO" % " ".join(args))
+            continue
+        refused(p, "sptrace %s" % " ".join(args), "not a regular file")
 
     # --func: a glob that matches nothing in the program is a typo, said
     # before the run; one for a library, once the libraries are known.

@@ -23,6 +23,22 @@ NOINLINE static int scoped(int x)
 	return x * 2;
 }
 
+/* Keyed and run-time text forms: query sites of 2 (integer key) and 3
+ * (text key) arguments; the *_STR names intern only while traced. */
+NOINLINE static void texts(const char *t, unsigned long n,
+			   unsigned long long key)
+{
+	SP_QUERY_BEGIN_STR(t, n);
+	SP_CACHE_HIT_STR(t, n);
+	SP_QUERY_END_STR(t, n);
+	SP_QUERY_BEGIN_KEY("q", key);
+	SP_CACHE_HIT_KEY("q", key);
+	SP_QUERY_END_KEY("q", key);
+	SP_QUERY_BEGIN_KEY_STR("q", t, n);
+	SP_CACHE_HIT_KEY_STR("q", t, n);
+	SP_QUERY_END_KEY_STR("q", t, n);
+}
+
 NOINLINE static void others(void *p, unsigned long long key)
 {
 	SP_CACHE_HIT("q");
@@ -42,8 +58,8 @@ int main(int argc, char **argv)
 {
 	void *p = malloc(16);
 
-	(void)argv;
 	others(p, (unsigned long long)argc);
+	texts(argv[0], 3, (unsigned long long)argc);
 	free(p);
 	if (SP_ENABLED())
 		return 3;	/* nobody traces this run */

@@ -13,7 +13,9 @@
  * place as PostgreSQL does (PADDING, a long last argument, gives room; the
  * rest is NUL-padded): child 0 "title_host: worker 0 busy", then
  * "... idle"; child 1 a 200-byte title (longer than sptrace keeps) of
- * "title_host: worker 1 ", x's, and "busy", then "idle". (Not
+ * "title_host: worker 1 ", x's, and "busy", then "idle". With
+ * TITLE_HOST_LATE_MS=N in the environment, each child first shows its
+ * parent's title N ms (a PostgreSQL backend before init_ps_display()). (Not
  * prctl(PR_SET_MM_ARG_START): it needs CAP_SYS_RESOURCE, which CI
  * containers may lack.)
  */
@@ -61,8 +63,11 @@ static void set_long(const char *state)
 static void child(int i, int k, int wait_ms, int hold_ms)
 {
 	char t1[256], t2[256], line[700];
+	const char *late = getenv("TITLE_HOST_LATE_MS");
 	int n, len;
 
+	if (late)
+		sleep_ms(atoi(late));
 	if (i == 0)
 		set_in_place("title_host: worker 0 busy");
 	else

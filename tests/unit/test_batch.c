@@ -27,6 +27,8 @@ _Static_assert(offsetof(struct sp__batch_rec, ts) == offsetof(struct sp_batch_re
 	       "record fields");
 _Static_assert(offsetof(struct sp__batch, magic) == offsetof(struct sp_batch_hdr, magic) &&
 	       offsetof(struct sp__batch, seq) == offsetof(struct sp_batch_hdr, seq) &&
+	       offsetof(struct sp__batch, owner) == offsetof(struct sp_batch_hdr, owner) &&
+	       offsetof(struct sp__batch, slot) == offsetof(struct sp_batch_hdr, slot) &&
 	       offsetof(struct sp__batch, rec) == SP_BATCH_REC_OFF &&
 	       sizeof(struct sp__batch) == SP_BATCH_RING_SIZE, "ring layout");
 _Static_assert(SP__K_QUERY_BEGIN == SP_BK_QUERY_BEGIN &&
@@ -36,7 +38,8 @@ _Static_assert(SP__K_QUERY_BEGIN == SP_BK_QUERY_BEGIN &&
 	       SP__K_INCR_LOAD_BEGIN == SP_BK_INCR_LOAD_BEGIN &&
 	       SP__K_INCR_LOAD_END == SP_BK_INCR_LOAD_END &&
 	       SP__K_CACHE_HIT == SP_BK_CACHE_HIT && SP__K_PAUSE == SP_BK_PAUSE &&
-	       SP__K_TSC == SP_BK_TSC,
+	       SP__K_TSC == SP_BK_TSC && SP__K_KEY == SP_BK_KEY &&
+	       SP__K_KEY_TEXT == SP_BK_KEY_TEXT,
 	       "record kinds");
 #endif
 

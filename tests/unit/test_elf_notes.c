@@ -451,6 +451,10 @@ static void test_patch_cases(size_t d0, uint32_t descsz, const char *first)
 		{ "wrong type", -12, 1, 99, 2, 1 },
 		{ "foreign note name", -2, 1, 'X', 2, 0 },
 		{ "pc outside PT_LOAD", 6, 1, 0xde, 2, 1 },
+		/* What GNU ld and lld leave in the note of a function they
+		 * dropped: 0 + the site's offset, below all code. Ignored
+		 * without a word, like the function. */
+		{ "pc of a dropped function", 1, 7, 0, 2, 0 },
 		{ "escape in provider", 25, 1, 0x1b, 2, 1 },
 		{ "empty provider", 24, 1, 0, 2, 1 },
 		{ "descsz smaller than the words", -16, 1, 20, -1, -1 },

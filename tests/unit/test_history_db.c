@@ -3,8 +3,9 @@
  * Unit tests of userspace/history_db.c: a run stored and loaded back field
  * by field (hostile names, per-pid rows, histogram bins, error counters,
  * lost events, memory types and timeline), run references, listing and
- * one query across runs, and the schema version: created, migrated from an
- * empty database, refused (untouched) when newer or someone else's.
+ * one query across runs, sets of runs and the figures of their queries,
+ * and the schema version: created, migrated from an empty database,
+ * refused (untouched) when newer or someone else's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <sqlite3.h>
 #include "history_db.h"
 #include "mem_report.h"
+#include "run_set.h"
 #include "summary.h"
 #include "check.h"
 
@@ -445,6 +447,100 @@ static void test_describe(void)
 	CHECK(r.command == NULL && r.label == NULL);
 }
 
+/* The ids of set `ref` as "1,3,5" (or "err N"). */
+static const char *set_of(struct history_db *db, const char *ref)
+{
+	static char buf[128];
+	int64_t *ids = NULL;
+	unsigned int n = 0, i;
+	size_t at = 0;
+	int err = history_db__resolve_set(db, ref, &ids, &n);
+
+	if (err) {
+		snprintf(buf, sizeof(buf), "err %d", err);
+		return buf;
+	}
+	buf[0] = 0;
+	for (i = 0; i < n; i++)
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%lld",
+				       i ? "," : "", (long long)ids[i]);
+	free(ids);
+	return buf;
+}
+
+static void test_sets(void)
+{
+	struct history_run meta = { 0 };
+	const struct run_set_query *q;
+	struct sp_query_stats st;
+	struct history_db *db;
+	struct run_set rs;
+	struct summary s;
+	int64_t *ids, want[] = { 2, 4, 5 };
+	unsigned int n, k;
+
+	CHECK(history_db__open(path_in_dir("sets.db"), true, &db) == 0);
+	if (!db)
+		return;
+	/* Runs 1..6: labels x, y, x, y, y, none; commands A, A, B, A, A, A;
+	 * query "q" in every run but 3, two processes in run 4. */
+	for (k = 1; k <= 6; k++) {
+		summary__init(&s);
+		s.per_pid = true;
+		st = stats(k);
+		if (k != 3)
+			CHECK(summary__add_stats_pid(&s, "q", 1, &st) == 0);
+		if (k == 4)
+			CHECK(summary__add_stats_pid(&s, "q", 2, &st) == 0);
+		CHECK(summary__add_stats_pid(&s, "r\xff", 1, &st) == 0);
+		summary__finish(&s);
+		meta.label = k == 6 ? NULL : k == 1 || k == 3 ? "x" : "y";
+		meta.command = k == 3 ? "B" : "A";
+		CHECK(history_db__store(db, &meta, &s, NULL, NULL) == 0);
+		summary__free(&s);
+	}
+	CHECK_STR(set_of(db, "3"), "3");
+	CHECK_STR(set_of(db, "latest"), "6");
+	CHECK_STR(set_of(db, "2..4"), "2,3,4");
+	CHECK_STR(set_of(db, "latest~2..latest"), "4,5,6");
+	CHECK_STR(set_of(db, "5,1,2..3,1"), "1,2,3,5");
+	CHECK_STR(set_of(db, "label:x"), "1,3");
+	CHECK_STR(set_of(db, "label:y"), "2,4,5");
+	CHECK_STR(set_of(db, "label:nope"), "err -2");
+	CHECK_STR(set_of(db, "4..2"), "err -22");
+	CHECK_STR(set_of(db, "7..9"), "err -2");
+	CHECK_STR(set_of(db, "1,x"), "err -22");
+	CHECK_STR(set_of(db, "1,,2"), "err -22");
+	/* The history of run 5: the runs before it of command A. */
+	CHECK(history_db__earlier(db, 5, 30, &ids, &n) == 0);
+	CHECK(n == 3 && ids[0] == 1 && ids[1] == 2 && ids[2] == 4);
+	free(ids);
+	CHECK(history_db__earlier(db, 5, 2, &ids, &n) == 0);
+	CHECK(n == 2 && ids[0] == 2 && ids[1] == 4);
+	free(ids);
+	CHECK(history_db__earlier(db, 1, 30, &ids, &n) == 0 && n == 0);
+	free(ids);
+	/* Figures: run 4's two processes summed; run 3 without q holds 0;
+	 * names joined as diff joins them. */
+	CHECK(history_db__load_set(db, want, 3, &rs) == 0);
+	CHECK_U64(rs.nq, 2);
+	q = run_set__find(&rs, "q");
+	CHECK(q && q->present == 3);
+	if (q) {
+		CHECK_U64(q->v[0 * FIG__MAX + FIG_SELF], stats(2).self_ns);
+		CHECK_U64(q->v[1 * FIG__MAX + FIG_SELF], 2 * stats(4).self_ns);
+		CHECK_U64(q->v[1 * FIG__MAX + FIG_COUNT], 8);
+		CHECK_U64(q->v[1 * FIG__MAX + FIG_BLOCKED_COUNT], 2 * 16);
+		CHECK_U64(q->v[2 * FIG__MAX + FIG_INCR], stats(5).incr_load_ns);
+	}
+	CHECK(run_set__find(&rs, "r\xef\xbf\xbd") != NULL);
+	run_set__free(&rs);
+	CHECK(history_db__load_set(db, (int64_t[]){ 3 }, 1, &rs) == 0);
+	CHECK(rs.nq == 1 && !run_set__find(&rs, "q"));
+	run_set__free(&rs);
+	history_db__close(db);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -458,6 +554,7 @@ int main(void)
 	RUN(test_refs_list_query);
 	RUN(test_schema_versions);
 	RUN(test_describe);
+	RUN(test_sets);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("warning: could not remove %s\n", dir);

@@ -12,7 +12,9 @@
 #include "json_out.h"
 #include "summary_writer.h"
 #include "table.h"
+#include "html_trace.h"
 #include "text.h"
+#include "trace_format.h"
 #include "check.h"
 
 #define PAYLOAD "</script><img src=x onerror=window.__pwned=1>"
@@ -95,10 +97,13 @@ static void test_hostile_names(void)
 	CHECK(strstr(out, "<td class=\"name\">&lt;/script&gt;&lt;img src=x "
 			  "onerror=window.__pwned=1&gt;</td>") != NULL);
 	CHECK(strstr(out, ">&quot;&#39;&amp;&lt;&gt;</td>") != NULL);
-	CHECK(strstr(out, ">new\nline</td>") != NULL);
-	CHECK(strstr(out, ">bell&#x7;&#x1;&#x1b;[31mred&#xd;</td>") != NULL);
-	CHECK(strstr(out, ">\xef\xbf\xbd\xef\xbf\xbd invalid</td>") != NULL);
-	CHECK(strstr(out, ">\xe2\x80\xa8 sep</td>") != NULL);
+	/* Controls, invalid UTF-8 and separators in the display form the
+	 * terminal table shows (text__display()), not as raw glyphs. */
+	CHECK(strstr(out, ">new\\x0aline</td>") != NULL);
+	CHECK(strstr(out, ">bell\\x07\\x01\\x1b[31mred\\x0d</td>") != NULL);
+	CHECK(strstr(out, ">\\xff\\xfe invalid</td>") != NULL);
+	CHECK(strstr(out, ">\\xe2\\x80\\xa8 sep</td>") != NULL);
+	CHECK(!strstr(out, "\x1b") && !strstr(out, "&#x1b;"));
 	CHECK(strstr(out, "<td class=\"name\"></td>") != NULL);
 	CHECK(strstr(out, "<title>report &lt;title&gt;</title>") != NULL);
 	CHECK(strstr(out, "run&lt;1&gt;.json") != NULL);
@@ -335,6 +340,69 @@ static void test_unfinished(void)
 	summary__free(&s);
 }
 
+/*
+ * The icicle's labels fit their frames: whole, cut with "..." (room for a
+ * character before it), or none; the title always has the whole name. A
+ * trace of four top-level queries of known durations (of 1 ms, over the
+ * 1200-unit icicle): about 73% (whole), 6% (cut), 0.4% (none) and 21%,
+ * the last named with an escape sequence, which reaches the page as no
+ * raw control.
+ */
+static void test_flame_labels(void)
+{
+	static const struct { const char *name; uint64_t ns; } q[] = {
+		{ "persistence_layer_flush_all", 700000 },
+		{ "typecheck_everything_now", 60000 },
+		{ "open_the_door", 4000 },
+		{ "\x1b[31mred", 200000 },
+	};
+	char path[] = "/tmp/sptrace_test_flame.XXXXXX";
+	struct trace_header h = { .start_mono_ns = 1000, .cmdline = "t",
+				  .version = "t" };
+	struct trace_event e = { .pid = 7, .tid = 7 };
+	struct trace_writer *w;
+	uint64_t t = 1000;
+	char *buf = NULL;
+	size_t len, i;
+	uint32_t id;
+	FILE *f;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	close(fd);
+	if (trace_writer__open(path, true, &h, &w)) {
+		CHECK(0);
+		return;
+	}
+	for (i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		CHECK(!trace_writer__string(w, q[i].name, &id));
+		e = (struct trace_event){ .pid = 7, .tid = 7, .name_id = id,
+					  .kind = SP_EV_QUERY_BEGIN, .ts_ns = t };
+		CHECK(!trace_writer__event(w, &e));
+		t += q[i].ns;
+		e.kind = SP_EV_QUERY_END;
+		e.ts_ns = t;
+		CHECK(!trace_writer__event(w, &e));
+	}
+	CHECK(!trace_writer__close(w, 0));
+	f = open_memstream(&buf, &len);
+	if (!f)
+		exit(2);
+	CHECK(html_trace__write(f, path, t - 1000) == 0);
+	fclose(f);
+	unlink(path);
+	CHECK(strstr(buf, "\"13\">persistence_layer_flush_all</text>") != NULL);
+	/* 74.7 units: (74.7 - 6) / 6.8 = 10 cells, 7 and "...". */
+	CHECK(strstr(buf, "\"13\">typeche...</text>") != NULL);
+	CHECK(strstr(buf, "<title>open_the_door: ") != NULL);
+	CHECK(strstr(buf, "\"13\"></text>") != NULL);	/* open_the_door */
+	/* The icicle's names are export --folded's, where a control is '?'. */
+	CHECK(strstr(buf, "\"13\">?[31mred</text>") != NULL);
+	CHECK(strstr(buf, "<title>typecheck_everything_now: ") != NULL);
+	CHECK(!strstr(buf, "\x1b") && !strstr(buf, "&#x1b;"));
+	free(buf);
+}
+
 int main(void)
 {
 	RUN(test_hostile_names);
@@ -343,5 +411,6 @@ int main(void)
 	RUN(test_deltas);
 	RUN(test_timeline);
 	RUN(test_unfinished);
+	RUN(test_flame_labels);
 	return check_status();
 }

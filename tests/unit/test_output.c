@@ -98,6 +98,59 @@ static void test_symlink_refused(void)
 	CHECK_U64(size_of(target), 3);
 }
 
+/* What output__check() refuses before anything runs, and what it lets
+ * through: a device that takes data, a new file in a directory. */
+static void test_check(void)
+{
+	struct output_spec o = { .what = "-o" };
+	char p[256];
+
+	path_of(p, sizeof(p), "fresh");
+	o.path = p;
+	CHECK_U64(output__check(&o, 1, NULL, 0), 0);
+	o.path = "/dev/null";
+	CHECK_U64(output__check(&o, 1, NULL, 0), 0);
+	o.path = "/dev/full";		/* ENOSPC to a write of nothing */
+	CHECK_U64(output__check(&o, 1, NULL, 0), -EINVAL);
+	o.path = "/proc/version";	/* a kernel interface, forced or not */
+	CHECK_U64(output__check(&o, 1, NULL, 0), -EINVAL);
+	o.force = true;
+	CHECK_U64(output__check(&o, 1, NULL, 0), -EINVAL);
+	o.path = "/sys/kernel/sptrace-test-nosuch";
+	CHECK_U64(output__check(&o, 1, NULL, 0), -EINVAL);
+}
+
+/* A result kept: a new private file in $TMPDIR named after the output,
+ * another name when that one is taken. */
+static void test_keep_result(void)
+{
+	char a[4096], b[4096], want[300];
+	int fa, fb;
+
+	setenv("TMPDIR", dir, 1);
+	fa = output__keep("/some/where/out.json", a, sizeof(a));
+	fb = output__keep("/some/where/out.json", b, sizeof(b));
+	CHECK(fa >= 0 && fb >= 0);
+	snprintf(want, sizeof(want), "%s/sptrace-%d-out.json", dir,
+		 (int)getpid());
+	CHECK_STR(a, want);
+	snprintf(want, sizeof(want), "%s/sptrace-%d-1-out.json", dir,
+		 (int)getpid());
+	CHECK_STR(b, want);
+	CHECK_U64(mode_of(a), 0600);
+	close(fa);
+	close(fb);
+	/* $TMPDIR unusable: /tmp. */
+	setenv("TMPDIR", "/nonexistent-sptrace-dir", 1);
+	fa = output__keep("stdout", a, sizeof(a));
+	CHECK(fa >= 0 && !strncmp(a, "/tmp/sptrace-", 13));
+	if (fa >= 0) {
+		close(fa);
+		unlink(a);
+	}
+	unsetenv("TMPDIR");
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -110,6 +163,8 @@ int main(void)
 	RUN(test_replace_makes_private);
 	RUN(test_keep);
 	RUN(test_symlink_refused);
+	RUN(test_check);
+	RUN(test_keep_result);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("warning: %s not removed\n", dir);

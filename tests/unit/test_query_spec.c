@@ -62,7 +62,13 @@ static void test_malformed(void)
 		{ "p:b,p:e,name=arg0,max-rows=0", "max-rows=0: expected" },
 		{ "p:b,p:e,name=x,max-rows=5", "max-rows= needs a name from an argument" },
 		{ "p:b,p:e,name=x,stack=a-b", "stack=a-b: expected a name" },
-		{ "p:b,name=x,kind=cache,outcomes", "outcomes and stack= need" },
+		{ "p:b,name=x,kind=cache,outcomes", "outcomes, stack= and serial need" },
+		{ "p:b,name=x,kind=cache,serial", "outcomes, stack= and serial need" },
+		{ "p:b,p:e,name=x,serial=1", "unexpected 'serial=1'" },
+		{ "p:b,name=x,kind=cache,abandon=p:a", "abandon= needs a BEGIN,END" },
+		{ "p:b,p:e,name=x,abandon=p:e", "abandon=p:e is also an END" },
+		{ "p:b,p:e,name=x,abandon=p:a@l", "abandon=p:a@l: expected PROVIDER:PROBE" },
+		{ "p:b,p:e,name=x,abandon", "unexpected 'abandon'" },
 		{ "p:b,name=x,kind=cache,outcomes=1", "unexpected 'outcomes=1'" },
 		{ "p:b@x,p:e,name=x", "@LABEL names an END" },
 		{ "p:b,p:b,name=x", "p:b is both BEGIN and END" },
@@ -97,6 +103,7 @@ static void test_malformed(void)
 static void test_valid(void)
 {
 	struct query_spec q;
+	const char *what;
 	char err[256];
 
 	CHECK(!parse_capture("pg:transaction__start,pg:transaction__commit@commit|pg:transaction-abort,name=txn,outcomes,stack=s1",
@@ -106,8 +113,23 @@ static void test_valid(void)
 	CHECK_STR(q.label[1], "commit");
 	CHECK(!q.label[2]);
 	CHECK(q.outcomes);
+	CHECK(!q.serial);
 	CHECK_STR(q.stack, "s1");
 	CHECK_STR(q.where, "t.spec:7:");
+	query_spec__free(&q);
+
+	CHECK(!parse_capture("pg:query__start,pg:query__done,name=arg0,serial,normalize=sql",
+			     &q, err, sizeof(err)));
+	CHECK(q.serial && !q.outcomes && q.normalize == SP_NORM_SQL);
+	CHECK(!q.abandon);
+	query_spec__free(&q);
+
+	CHECK(!parse_capture("pg:e__start,pg:e__done,name=execute,abandon=pg:transaction-abort,hit=arg3",
+			     &q, err, sizeof(err)));
+	CHECK(q.nprobes == 3 && q.abandon == 2);
+	CHECK_STR(q.probe[2], "transaction__abort");
+	CHECK(query_spec__arg_need(&q, 1, &what) == 3);
+	CHECK(query_spec__arg_need(&q, 2, &what) == -1);	/* reads nothing */
 	query_spec__free(&q);
 
 	CHECK(!parse_capture("pg:buffer__read__done,name=rel:arg4,kind=cache,hit=arg7!=0,if=arg0>=-2",
@@ -237,6 +259,35 @@ static void test_pop_tag(void)
 	CHECK(sp_stack_pop_tag(&st, 1, 100, &c) == SP_POP_OK);
 	CHECK_U64(c.total_ns, 100);
 	CHECK_U64(c.self_ns, 70);
+	/* A serial line's BEGIN abandons its open frame and what is above
+	 * it, never a frame of another line below. */
+	CHECK(!sp_stack_push(&st, 300, SP_FRAME_QUERY, 0));
+	st.frames[0].tag = 3;
+	CHECK(!sp_stack_push(&st, 100, SP_FRAME_QUERY, 10));
+	st.frames[1].tag = 1;
+	CHECK(!sp_stack_push(&st, 200, SP_FRAME_QUERY, 20));
+	st.frames[2].tag = 2;
+	CHECK_U64(sp_stack_abandon_tag(&st, 4), 0);
+	CHECK_U64(st.depth, 3);
+	CHECK_U64(sp_stack_abandon_tag(&st, 1), 2);
+	CHECK_U64(st.depth, 1);
+	CHECK_U64(st.frames[0].name, 300);
+	CHECK_U64(sp_stack_abandon_tag(&st, 3), 1);
+	CHECK_U64(st.depth, 0);
+	CHECK_U64(sp_stack_abandon_tag(&st, 3), 0);
+	/* abandon=: all the line's frames, from its outermost up. */
+	CHECK(!sp_stack_push(&st, 300, SP_FRAME_QUERY, 0));
+	st.frames[0].tag = 3;
+	CHECK(!sp_stack_push(&st, 100, SP_FRAME_QUERY, 10));
+	st.frames[1].tag = 1;
+	CHECK(!sp_stack_push(&st, 101, SP_FRAME_QUERY, 20));
+	st.frames[2].tag = 1;
+	st.overflow = 2;
+	CHECK_U64(sp_stack_abandon_all(&st, 4), 0);
+	CHECK_U64(sp_stack_abandon_all(&st, 1), 4);
+	CHECK_U64(st.depth, 1);
+	CHECK_U64(st.overflow, 0);
+	CHECK_U64(st.frames[0].name, 300);
 }
 
 int main(void)

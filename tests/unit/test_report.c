@@ -364,6 +364,22 @@ static void test_warnings(void)
 	      != NULL);
 	CHECK(strstr(out, "\nsptrace: warning: 2 lost events (") != NULL);
 	CHECK(strstr(out, "end_mismatch") == NULL);
+	CHECK(strstr(out, "intern-full") == NULL);
+	free(out);
+	summary__free(&s);
+
+	/* Rows of a full table of run-time names (C's and Rust's fixed
+	 * names, as a name and as a text key): one line with their events. */
+	summary__init(&s);
+	add(&s, "<intern-full>", 2, 10, 10, 5, 5);
+	add(&s, "load(<intern-full>)", 3, 10, 10, 3, 4);
+	add(&s, "sp_probe: names full", 1, 10, 10, 10, 10);
+	add(&s, "parse", 7, 10, 10, 1, 2);
+	summary__finish(&s);
+	CHECK(table__warn_errors(cap_open(&c), &s) == 0);
+	out = cap_close(&c);
+	CHECK(strstr(out, "sptrace: warning: 6 events named <intern-full> (")
+	      != NULL);
 	free(out);
 	summary__free(&s);
 }
@@ -444,7 +460,7 @@ static void test_json(void)
 "cache_hits,incr_loads,incr_load_ns,blocked_count,blocked_ns,hist\n"
 "unbalanced=4,map_full=5,lost=6,end_without_begin=1,end_mismatch=3,"
 "stack_overflow=0,thread_exit_open=0,queries_map_full=0,hist_map_full=5,"
-"names_map_full=0,threads_map_full=0,name_read_failed=0,events_lost=0,func_unwound=0,batch_lost=0\n";
+"names_map_full=0,threads_map_full=0,name_read_failed=0,events_lost=0,func_unwound=0,batch_lost=0,async_map_full=0,abandoned=0\n";
 	char py[4096];
 	struct capture c;
 	struct summary s;
@@ -457,7 +473,7 @@ static void test_json(void)
 	s.lost = 6;
 	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
-	CHECK(strncmp(out, "{\"version\":\"1.2\",\"duration_ns\":2010000000,"
+	CHECK(strncmp(out, "{\"version\":\"1.4\",\"duration_ns\":2010000000,"
 		      "\"total_self_ns\":4000000,", 65) == 0);
 	CHECK(strstr(out, want_q0) != NULL);
 	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);

@@ -277,7 +277,8 @@ static void test_errors(void)
 		"end_without_begin", "end_mismatch", "stack_overflow",
 		"thread_exit_open", "queries_map_full", "hist_map_full",
 		"names_map_full", "threads_map_full", "name_read_failed",
-		"events_lost", "func_unwound", "batch_lost",
+		"events_lost", "func_unwound", "batch_lost", "async_map_full",
+		"abandoned",
 	};
 	struct summary s;
 	unsigned int i;
@@ -289,7 +290,7 @@ static void test_errors(void)
 	}
 	CHECK_STR(summary__error_name(SP_ERR__MAX), "unknown");
 	CHECK_U64(summary__unbalanced(&s), 1 + 2 + 4 + 8);
-	CHECK_U64(summary__map_full(&s), 16 + 32 + 64 + 128);
+	CHECK_U64(summary__map_full(&s), 16 + 32 + 64 + 128 + 4096);
 	summary__free(&s);
 	CHECK_U64(summary__unbalanced(&s), 0);
 }

@@ -46,6 +46,14 @@ enum cli_opt {
 	OPT_TOP,
 	OPT_PROCESS_LABELS,
 	OPT_WIDE,
+	OPT_HISTORY,
+	OPT_WINDOW,
+	OPT_ALL,
+	OPT_THRESHOLD,
+	OPT_FDR,
+	OPT_RUNS,
+	OPT_STATS,
+	OPT_TRENDS,
 };
 
 /* Prints a command's usage text on f. */
@@ -65,6 +73,12 @@ int cli__getopt(int argc, char *const argv[], const char *optstring,
  * and "see sptrace COMMAND --help" (the usage only with --help): -EINVAL. */
 int cli__option(int c, cli_usage_fn usage);
 
+/* An option that names one thing (report's --base FILE) given a second
+ * time is a mistake, not a change of mind (the first would be dropped
+ * silently): *slot = arg the first time; then one line naming both,
+ * -EINVAL. */
+int cli__set_once(const char **slot, const char *name, const char *arg);
+
 /* --db FILE and --label LABEL, for the commands that store their run in a
  * history database (trace, record, mem): one option table entry, one parser
  * and one cross-check. DB_LONG_OPTS needs <getopt.h>. */
@@ -81,10 +95,15 @@ int db_opts__parse(struct db_opts *o, int c, const char *arg);
 int db_opts__check(const struct db_opts *o);
 
 /* Writes a result to `path` (NULL or "-": stdout), refusing to overwrite
- * unless force: fn writes it and returns 0 or -errno; a failure is
- * reported naming the file. 0 or -errno (reported). */
+ * unless force: fn writes it and returns 0 or -errno (-ECANCELED: a
+ * failure fn reported itself, such as an input it reads); a failure is
+ * one line naming the file and the errno of the write that failed.
+ * keep_run (a live run's result, which nothing else holds): formatted in
+ * memory first, and if it cannot be written, kept in a private file
+ * (output__keep()) that the line names. 0 or -errno (reported). */
 typedef int (*cli_write_fn)(FILE *out, const void *ctx);
-int cli__write(const char *path, bool force, cli_write_fn fn, const void *ctx);
+int cli__write(const char *path, bool force, bool keep_run, cli_write_fn fn,
+	       const void *ctx);
 
 struct history_db;
 /* Opens (or creates) the --db database before anything costly; *created
@@ -98,11 +117,12 @@ void cli__db_close(struct history_db *db, const char *path, bool created,
 struct summary;
 struct summary_write_opts;
 struct mem_report;
-/* A finished summary in the chosen format. */
-int cli__write_summary(const char *path, bool force, const struct summary *s,
+/* A finished summary in the chosen format (keep_run: as cli__write). */
+int cli__write_summary(const char *path, bool force, bool keep_run,
+		       const struct summary *s,
 		       const struct summary_write_opts *ropts);
-/* The memory report: alone (s NULL), or after the summary's table, or
- * merged into its JSON object. */
+/* The memory report of a live run (kept if it cannot be written): alone
+ * (s NULL), or after the summary's table, or merged into its JSON object. */
 int cli__write_mem(const char *path, bool force, const struct summary *s,
 		   const struct summary_write_opts *ropts, const struct mem_report *r);
 

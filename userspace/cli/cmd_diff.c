@@ -7,8 +7,11 @@
  * anything else goes to the trace reader, whose error names the magic it
  * expected and found.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "commands.h"
@@ -17,19 +20,39 @@
 #include "history_db.h"
 #include "log.h"
 #include "output.h"
+#include "parse.h"
 #include "run_load.h"
+#include "run_set.h"
 #include "summary.h"
+#include "summary_writer.h"
+#include "verdict.h"
+#include "verdict_writer.h"
 
 static const char usage[] =
 "Usage: sptrace diff [OPTIONS] BASE NEW\n"
+"       sptrace diff [OPTIONS] --db DB BASE_RUNS NEW_RUNS\n"
+"       sptrace diff [OPTIONS] --db DB --history RUN\n"
 "Compare two runs query by query: self time, time, count, cache hits,\n"
 "blocked and incremental-load time of NEW and their change from BASE,\n"
 "sorted by the size of the self-time change. BASE and NEW are each a trace\n"
 "file (sptrace record) or a JSON summary (sptrace -f json); with --db,\n"
 "a run stored in that history database: its id, latest or latest~N.\n"
 "\n"
+"With --db, either side may name several runs (repeated runs: sptrace\n"
+"bench): A..B, ID,ID,... or label:NAME. Each query then gets a verdict,\n"
+"regressed, improved, unchanged or too noisy to say, with its change and\n"
+"95% interval; the table lists the queries that are not unchanged, by\n"
+"their effect on the total time (docs/numbers.md). One run against several\n"
+"is judged against their run-to-run noise (--history picks them).\n"
+"\n"
 "      --db FILE            BASE and NEW are runs of this database\n"
-"  -f, --format FMT         table (default) or json\n"
+"      --history            NEW against the earlier runs of its command\n"
+"      --window N           --history: at most N earlier runs (default 30)\n"
+"      --all                verdicts: every query, unchanged ones too\n"
+"      --threshold PCT      verdicts: a change under PCT% counts as none\n"
+"                           (default 2)\n"
+"      --fdr Q              verdicts: false discovery rate (default 0.05)\n"
+"  -f, --format FMT         table (default) or json; csv for verdicts\n"
 "  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
 "      --force              overwrite an existing output file\n"
 "      --wide               every column (default: the table fits 120\n"
@@ -79,7 +102,130 @@ static int diff_fn(FILE *out, const void *ctx)
 	return diff__write_table_fit(out, j->d, j->base, j->new, j->width);
 }
 
-int cmd_diff(int argc, char **argv)
+
+struct diff_env {
+	const char *output, *db, *base, *new;
+	bool force, history, all;
+	enum summary_format format;
+	unsigned int width, window;
+	struct verdict_opts vo;
+};
+
+struct verdict_job {
+	const struct verdicts *v;
+	struct verdict_side base, new;
+	const struct diff_env *env;
+};
+
+static int verdict_fn(FILE *out, const void *ctx)
+{
+	const struct verdict_job *j = ctx;
+
+	switch (j->env->format) {
+	case SUMMARY_JSON:
+		return verdicts__write_json(out, j->v, &j->base, &j->new);
+	case SUMMARY_CSV:
+		return verdicts__write_csv(out, j->v);
+	default:
+		return verdicts__write_table(out, j->v, &j->base, &j->new,
+					     j->env->all, j->env->width);
+	}
+}
+
+/* Sets of runs of the database: their verdicts. */
+static int diff_sets(struct history_db *h, const struct diff_env *env,
+		     const int64_t *bids, unsigned int nb, const int64_t *nids,
+		     unsigned int nn, const char *bref, const char *nref)
+{
+	struct run_set bs, ns;
+	struct verdicts v;
+	int err;
+
+	memset(&v, 0, sizeof(v));
+	err = history_db__load_set(h, bids, nb, &bs);
+	if (err)
+		return err;
+	err = history_db__load_set(h, nids, nn, &ns);
+	if (err) {
+		run_set__free(&bs);
+		return err;
+	}
+	err = verdicts__build(&v, &bs, &ns, &env->vo);
+	if (err)
+		sp_err("diff: %s", strerror(-err));
+	else
+		err = cli__write(env->output, env->force, false, verdict_fn,
+				 &(struct verdict_job){
+			.v = &v, .env = env,
+			.base = { bref, bids, nb }, .new = { nref, nids, nn } });
+	verdicts__free(&v);
+	run_set__free(&bs);
+	run_set__free(&ns);
+	return err;
+}
+
+/* NEW against the runs before it of the same command. */
+static int diff_history(struct history_db *h, const struct diff_env *env)
+{
+	int64_t *nids = NULL, *bids = NULL;
+	unsigned int nn = 0, nb = 0;
+	char bref[64];
+	int err;
+
+	err = history_db__resolve_set(h, env->new, &nids, &nn);
+	if (!err && nn != 1) {
+		sp_err("diff: --history judges one run, and '%s' names %u (give one run)",
+		       env->new, nn);
+		err = -EINVAL;
+	}
+	if (!err)
+		err = history_db__earlier(h, nids[0], env->window, &bids, &nb);
+	if (!err && nb < 2) {
+		sp_err("%s: run %" PRId64 " has %u earlier run%s of its command: a history needs at least 2 (4 to see its noise; store more runs, e.g. with sptrace bench)",
+		       env->db, nids[0], nb, nb == 1 ? "" : "s");
+		err = -ENOENT;
+	}
+	if (!err) {
+		snprintf(bref, sizeof(bref), "%" PRId64 "..%" PRId64, bids[0],
+			 bids[nb - 1]);
+		err = diff_sets(h, env, bids, nb, nids, nn, bref, env->new);
+	}
+	free(nids);
+	free(bids);
+	return err;
+}
+
+/* Two references of the database: two runs compared exactly, as two
+ * files are; sets of runs, their verdicts. */
+static int diff_db(const struct diff_env *env)
+{
+	int64_t *bids = NULL, *nids = NULL;
+	unsigned int nb = 0, nn = 0;
+	struct history_db *h;
+	int err;
+
+	err = history_db__open(env->db, false, &h);
+	if (err)
+		return err;
+	if (env->history) {
+		err = diff_history(h, env);
+		history_db__close(h);
+		return err;
+	}
+	err = history_db__resolve_set(h, env->base, &bids, &nb);
+	if (!err)
+		err = history_db__resolve_set(h, env->new, &nids, &nn);
+	if (!err && (nb > 1 || nn > 1))
+		err = diff_sets(h, env, bids, nb, nids, nn, env->base, env->new);
+	else if (!err)
+		err = 1;	/* two runs: below */
+	free(bids);
+	free(nids);
+	history_db__close(h);
+	return err;
+}
+
+static int parse_args(int argc, char **argv, struct diff_env *env)
 {
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
@@ -87,73 +233,143 @@ int cmd_diff(int argc, char **argv)
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "wide", no_argument, NULL, OPT_WIDE },
+		{ "history", no_argument, NULL, OPT_HISTORY },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
+		{ "fdr", required_argument, NULL, OPT_FDR },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	const char *output = NULL, *base, *new, *db = NULL;
-	struct summary sb, sn;
-	bool force = false, json = false;
-	unsigned int width = TABLE_DEFAULT_WIDTH;
-	struct diff d;
-	int c, err;
+	double d;
+	long l;
+	int c;
 
 	optind = 1;
 	while ((c = cli__getopt(argc, argv, "f:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (!strcmp(optarg, "json")) {
-				json = true;
-			} else if (!strcmp(optarg, "table")) {
-				json = false;
-			} else {
-				sp_err("diff: unknown format '%s' (expected table or json)",
+			if (summary_format__parse(optarg, &env->format)) {
+				sp_err("diff: unknown format '%s' (expected table, json or csv)",
 				       optarg);
-				return 1;
+				return -EINVAL;
 			}
 			break;
 		case 'o':
-			output = optarg;
+			env->output = optarg;
 			break;
 		case OPT_FORCE:
-			force = true;
+			env->force = true;
 			break;
 		case OPT_DB:
-			db = optarg;
+			env->db = optarg;
 			break;
 		case OPT_WIDE:
-			width = 0;
+			env->width = 0;
+			break;
+		case OPT_HISTORY:
+			env->history = true;
+			break;
+		case OPT_WINDOW:
+			if (parse_long(optarg, 2, 100000, &l)) {
+				sp_err("invalid --window '%s' (expected runs, 2..100000)",
+				       optarg);
+				return -EINVAL;
+			}
+			env->window = (unsigned int)l;
+			break;
+		case OPT_ALL:
+			env->all = true;
+			break;
+		case OPT_THRESHOLD:
+			if (parse_double(optarg, 0, 1000, &d)) {
+				sp_err("invalid --threshold '%s' (expected a percentage, 0..1000)",
+				       optarg);
+				return -EINVAL;
+			}
+			env->vo.threshold = d / 100;
+			break;
+		case OPT_FDR:
+			if (parse_double(optarg, 1e-9, 0.5, &d)) {
+				sp_err("invalid --fdr '%s' (expected a rate above 0, at most 0.5)",
+				       optarg);
+				return -EINVAL;
+			}
+			env->vo.fdr = d;
 			break;
 		default:
 			if (cli__option(c, print_usage))
-				return 1;
+				return -EINVAL;
 		}
+	}
+	if (env->history) {
+		if (!env->db) {
+			sp_err("diff: --history reads the runs of a history database (give --db DB)");
+			return -EINVAL;
+		}
+		if (argc - optind != 1) {
+			sp_err("diff: --history judges one run: give RUN (see sptrace diff --help)");
+			return -EINVAL;
+		}
+		env->new = argv[optind];
+		return 0;
 	}
 	if (argc - optind != 2) {
 		sp_err("diff: give two runs, BASE and NEW (see sptrace diff --help)");
+		return -EINVAL;
+	}
+	env->base = argv[optind];
+	env->new = argv[optind + 1];
+	return 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct diff_env env = {
+		.width = TABLE_DEFAULT_WIDTH, .window = 30,
+		.vo = { VERDICT_DEFAULT_THRESHOLD, VERDICT_DEFAULT_FDR },
+	};
+	struct summary sb, sn;
+	struct diff d;
+	int err;
+
+	if (parse_args(argc, argv, &env))
+		return 1;
+	if (output__check(&(struct output_spec){ env.output, "-o", env.force,
+						 false }, 1,
+			  (const char *const[]){ env.db ? env.db : env.base,
+						 env.db ? NULL : env.new }, 2))
+		return 1;
+	if (env.db) {
+		err = diff_db(&env);
+		if (err <= 0)
+			return err ? 1 : 0;
+	} else if (env.format == SUMMARY_CSV) {
+		sp_err("diff: -f csv writes verdicts, which compare sets of runs of a history database (give --db DB)");
 		return 1;
 	}
-	base = argv[optind];
-	new = argv[optind + 1];
-	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
-			  (const char *const[]){ db ? db : base, db ? NULL : new },
-			  2))
+	/* Two runs: every figure's change, exactly. */
+	if (env.format == SUMMARY_CSV) {
+		sp_err("diff: -f csv writes verdicts, and '%s' and '%s' are one run each (give several runs a side, or use -f json)",
+		       env.base, env.new);
 		return 1;
+	}
 	summary__init(&sb);
 	summary__init(&sn);
 	memset(&d, 0, sizeof(d));
-	if (db)
-		err = load_db(db, base, new, &sb, &sn);
-	else if (!(err = run_load__file(base, &sb)))
-		err = run_load__file(new, &sn);
+	if (env.db)
+		err = load_db(env.db, env.base, env.new, &sb, &sn);
+	else if (!(err = run_load__file(env.base, &sb)))
+		err = run_load__file(env.new, &sn);
 	if (!err) {
 		err = diff__build(&d, &sb, &sn);
 		if (err)
 			sp_err("diff: %s", strerror(-err));
 	}
 	if (!err)
-		err = cli__write(output, force, diff_fn, &(struct diff_job){
-			.d = &d, .base = base, .new = new, .json = json,
-			.width = width });
+		err = cli__write(env.output, env.force, false, diff_fn, &(struct diff_job){
+			.d = &d, .base = env.base, .new = env.new,
+			.json = env.format == SUMMARY_JSON, .width = env.width });
 	diff__free(&d);
 	summary__free(&sb);
 	summary__free(&sn);

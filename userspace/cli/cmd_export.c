@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * `sptrace export (--chrome|--folded|--csv) TRACE -o OUT`: a trace file in
+ * `sptrace export (--chrome|--folded|--csv) TRACE [-o OUT]`: a trace file in
  * another tool's format (export.c), read event by event from the trace
  * reader.
  */
@@ -18,7 +18,7 @@
 #include "trace_format.h"
 
 static const char usage[] =
-"Usage: sptrace export (--chrome | --folded | --csv) TRACE -o OUT\n"
+"Usage: sptrace export (--chrome | --folded | --csv) TRACE [-o OUT]\n"
 "Write a trace file (sptrace record) in another tool's format.\n"
 "\n"
 "      --chrome             Chrome trace event JSON: open in ui.perfetto.dev\n"
@@ -26,7 +26,8 @@ static const char usage[] =
 "      --folded             folded stacks weighted by self time, for\n"
 "                           flamegraph.pl, inferno or speedscope\n"
 "      --csv                every event: ts_ns,pid,tid,kind,name,arg1,arg2\n"
-"  -o, --output FILE        write there; - for stdout (0600, no symlink)\n"
+"  -o, --output FILE        write there (0600, no symlink); default, or -:\n"
+"                           standard output\n"
 "      --force              overwrite an existing output file\n"
 "  -v, --verbose\n"
 "  -h, --help\n";
@@ -68,47 +69,53 @@ static void warn_after(const char *path, struct trace_reader *r,
 			"not exported", path, (unsigned long long)st->open_at_end);
 }
 
+struct export_job {
+	const char *path;
+	enum export_format fmt;
+	struct trace_reader *r;
+	struct export_stats st;
+};
+
+/* A failure of reading the trace is said here, naming it; one of writing,
+ * by cli__write(), naming the output. */
+static int export_fn(FILE *out, const void *ctx)
+{
+	struct export_job *j = (struct export_job *)ctx;
+	struct export_source src = { reader_next, reader_string, j->r };
+	const struct trace_header *h = trace_reader__header(j->r);
+	struct export_info info = {
+		.base_ns = h->start_mono_ns,
+		.start_realtime_ns = h->start_realtime_ns,
+		.source = j->path,
+		.cmdline = h->cmdline,
+		.version = h->version,
+	};
+	int err = export__write(out, j->fmt, &src, &info, &j->st);
+
+	if (err && !ferror(out)) {
+		sp_err("%s: %s", j->path, strerror(-err));
+		return -ECANCELED;
+	}
+	return err;
+}
+
 static int do_export(const char *path, const char *output, bool force,
 		     enum export_format fmt)
 {
-	struct export_source src = { reader_next, reader_string, NULL };
-	const struct trace_header *h;
-	struct export_info info;
-	struct export_stats st;
-	struct trace_reader *r;
+	struct export_job j = { .path = path, .fmt = fmt };
 	char msg[512];
-	FILE *out;
-	int err, cerr;
+	int err;
 
-	err = trace_reader__open(path, &r, msg, sizeof(msg));
+	err = trace_reader__open(path, &j.r, msg, sizeof(msg));
 	if (err) {
 		sp_err("%s", msg);
 		return err;
 	}
-	err = output__open(output, force, &out);
-	if (err)
-		goto cleanup;
-	h = trace_reader__header(r);
-	info = (struct export_info){
-		.base_ns = h->start_mono_ns,
-		.start_realtime_ns = h->start_realtime_ns,
-		.source = path,
-		.cmdline = h->cmdline,
-		.version = h->version,
-	};
-	src.ctx = r;
-	err = export__write(out, fmt, &src, &info, &st);
-	if (err == -EIO)
-		sp_err("%s: write failed: %s", output, strerror(EIO));
-	else if (err)
-		sp_err("%s: %s", path, strerror(-err));
-	cerr = output__close(out, output);
+	/* Streamed: the trace file stays, so nothing is kept on failure. */
+	err = cli__write(output, force, false, export_fn, &j);
 	if (!err)
-		err = cerr;
-	if (!err)
-		warn_after(path, r, &st);
-cleanup:
-	trace_reader__close(r);
+		warn_after(path, j.r, &j.st);
+	trace_reader__close(j.r);
 	return err;
 }
 
@@ -159,10 +166,8 @@ int cmd_export(int argc, char **argv)
 		sp_err("export: give exactly one trace file (see sptrace export --help)");
 		return 1;
 	}
-	if (!output) {
-		sp_err("export: give -o FILE (-o - for stdout)");
-		return 1;
-	}
+	/* Without -o, stdout: every export is text, which a pipe, a file
+	 * or a terminal takes (as jq and perf script write). */
 	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
 			  (const char *const[]){ argv[optind] }, 1))
 		return 1;

@@ -268,7 +268,7 @@ static int latency_table(FILE *out, const struct latency_result *r)
 	err = text_table__init(&t, cols, NCOLS);
 	if (!err)
 		err = text_table__add_row(&t, cells);
-	title = err ? NULL : text_table__display(row->name, 200, &w);
+	title = err ? NULL : text__display(row->name, 200, &w);
 	if (!err && !title)
 		err = -ENOMEM;
 	if (!err) {
@@ -331,7 +331,7 @@ int cmd_latency(int argc, char **argv)
 	if (!err)
 		err = latency_provider__read(&lp, &ss, &r);
 	if (!err)
-		err = cli__write(env.output, env.force,
+		err = cli__write(env.output, env.force, true,
 				 env.format == LAT_JSON ? json_fn : table_fn, &r);
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);

@@ -14,9 +14,11 @@
 #include "cli.h"
 #include "commands.h"
 #include "elf_notes.h"
+#include "input.h"
 #include "log.h"
 #include "parse.h"
 #include "proc_maps.h"
+#include "proc_pid.h"
 
 static int list_file(const char *open_path, const char *path, size_t *total)
 {
@@ -29,7 +31,7 @@ static int list_file(const char *open_path, const char *path, size_t *total)
 	if (err == -ENOEXEC)
 		return 0;
 	if (err) {
-		sp_err("%s: cannot read: %s", path, strerror(-err));
+		sp_err("%s: cannot read: %s", path, input__strerror(err));
 		return err;
 	}
 	if (bad)
@@ -56,14 +58,26 @@ static int list_mapped(void *ctx, const char *open_path, const char *path)
 
 static int list_pid(long pid, size_t *total)
 {
-	int err = proc_maps__for_each_exec_file((int)pid, list_mapped, total);
+	char why[256], comm[64];
+	int err;
 
-	if (err == -ENOENT || err == -ESRCH || err == -EACCES || err == -EPERM)
-		sp_err("pid %ld: cannot read its mappings: %s%s", pid,
-		       strerror(-err),
-		       err == -ENOENT || err == -ESRCH ? " (check the PID)" :
-		       " (needs root or CAP_SYS_PTRACE)");
-	return err < 0 ? err : 0;
+	/* A kernel thread, a zombie, maps not ours to read: the reason, as
+	 * a trace of the PID would give it. */
+	err = proc_pid__traceable((int)pid, why, sizeof(why));
+	if (err == -ENOENT)
+		sp_err("pid %ld: %s", pid, why);
+	else if (err)
+		sp_err("pid %ld (%s): %s", pid,
+		       proc_pid__comm((int)pid, comm, sizeof(comm)), why);
+	if (err)
+		return err;
+	err = proc_maps__for_each_exec_file((int)pid, list_mapped, total);
+	if (err == -ENOENT || err == -ESRCH)
+		sp_err("pid %ld: exited while its files were read", pid);
+	else if (err == -EACCES || err == -EPERM)
+		sp_err("pid %ld: cannot read its mappings: %s", pid,
+		       strerror(-err));
+	return err < 0 ? err : 0;	/* others said by list_file() */
 }
 
 static void print_usage(FILE *f)

@@ -218,7 +218,7 @@ int cmd_mem(int argc, char **argv)
 	err = session__add(&ss, &p);
 	if (!err)
 		err = session__start(&ss);
-	started = (int64_t)time(NULL);
+	started = (int64_t)(ss.start_realtime_ns / 1000000000ull);
 	/* Kept in the JSON, so `report --mem` knows whose memory it is. */
 	if (!err)
 		err = session__describe(&ss, &r.tl.command);
@@ -237,7 +237,7 @@ int cmd_mem(int argc, char **argv)
 		s.duration_ns = r.duration_ns;
 		summary__finish(&s);
 		if (db && session__store(&ss, db, env.dbo.label, "mem", started,
-					 &s, &r)) {
+					 &s, &r, NULL)) {
 			if (!err)
 				err = -EIO;
 		} else if (db) {

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sptrace/record_abi.h>
+#include <sptrace/spec_norm.h>
 #include "cli.h"
-#include "clock.h"
 #include "commands.h"
 #include "history_db.h"
 #include "log.h"
@@ -34,7 +34,7 @@ struct record_env {
 	const char *output;
 	const char *summary;
 	bool force;
-	char *only_arg;
+	const char *only_arg;
 	struct db_opts dbo;	/* --db, --label: store the recorded run */
 };
 
@@ -98,6 +98,27 @@ static void print_usage(FILE *f)
 	fputs(usage, f);
 }
 
+/* --only NAME[,NAME...]: no name empty (--only '' would keep nothing, and
+ * record an empty trace). */
+static int check_only(const char *arg)
+{
+	const char *p = arg, *end;
+
+	do {
+		end = strchrnul(p, ',');
+		if (end == p) {
+			sp_err("invalid --only '%s': %s (expected NAME[,NAME...])",
+			       arg, !*arg ? "no name" : p == arg ?
+			       "nothing before the first comma" : *end ?
+			       "nothing between two commas" :
+			       "nothing after the last comma");
+			return -EINVAL;
+		}
+		p = end + 1;
+	} while (*end);
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct record_env *env)
 {
 	static const struct option opts[] = {
@@ -118,6 +139,7 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 	int c, r;
 
 	env->so.record = true;
+	env->so.need_sp = true;	/* every event class is an sp probe */
 	env->so.classes = ~(1u << SP_EVC_ALLOC) & ((1u << SP_EVC__MAX) - 1);
 	optind = 1;
 	while ((c = cli__getopt(argc, argv, "+" SESSION_SHORT_OPTS "o:e:vh",
@@ -141,7 +163,9 @@ static int parse_args(int argc, char **argv, struct record_env *env)
 				return -EINVAL;
 			break;
 		case OPT_ONLY:
-			env->only_arg = optarg;
+			if (check_only(optarg) ||
+			    cli__set_once(&env->only_arg, "--only", optarg))
+				return -EINVAL;
 			break;
 		case OPT_RINGBUF:
 			if (parse_long(optarg, 1, 1024, &v) || (v & (v - 1))) {
@@ -177,9 +201,8 @@ static void fill_header(struct trace_header *h, const struct record_env *env,
 	size_t off = 0;
 	int i;
 
+	/* The start is set when counting is armed (recorder.c). */
 	memset(h, 0, sizeof(*h));
-	h->start_realtime_ns = clock__ns(CLOCK_REALTIME);
-	h->start_mono_ns = now_ns();
 	for (i = 0; i < env->so.npids && i < TRACE_MAX_PIDS; i++)
 		h->pids[h->npids++] = (uint32_t)env->so.pids[i];
 	cmdline[0] = 0;
@@ -200,7 +223,7 @@ static int write_live_summary(struct recorder *rec, const char *path)
 	err = query_provider__read(&rec->qp, &rec->ss, &s);
 	if (!err) {
 		summary__finish(&s);
-		err = cli__write_summary(path, true, &s, &ro);
+		err = cli__write_summary(path, true, true, &s, &ro);
 	}
 	summary__free(&s);
 	return err;
@@ -209,7 +232,7 @@ static int write_live_summary(struct recorder *rec, const char *path)
 /* The run as the trace file holds it (--only, lost events and all): the
  * same summary `sptrace summarize` and `sptrace import` make of it. */
 static int store_recorded(struct history_db *db, const struct record_env *env,
-			  const struct session *ss, const struct trace_header *h)
+			  const struct session *ss)
 {
 	struct summary s;
 	int err;
@@ -219,8 +242,8 @@ static int store_recorded(struct history_db *db, const struct record_env *env,
 	if (!err) {
 		summary__finish(&s);
 		err = session__store(ss, db, env->dbo.label, "record",
-				     (int64_t)(h->start_realtime_ns / 1000000000ull),
-				     &s, NULL);
+				     (int64_t)(ss->start_realtime_ns /
+					       1000000000ull), &s, NULL, NULL);
 	}
 	summary__free(&s);
 	return err;
@@ -229,8 +252,8 @@ static int store_recorded(struct history_db *db, const struct record_env *env,
 /*
  * A kind=cache line with hit= counts every event in `count` and only the
  * true ones as hits; the trace file has an event for a hit only, so its
- * replay would show count 0. Refused before tracing rather than summarized
- * wrong. 0 or -EINVAL (reported).
+ * replay would show count 0. Likewise normalize=pg. Refused before tracing
+ * rather than summarized wrong. 0 or -EINVAL (reported).
  */
 static int check_recordable(const struct session_opts *so)
 {
@@ -240,6 +263,15 @@ static int check_recordable(const struct session_opts *so)
 	for (i = 0; i < so->nqspecs; i++) {
 		const struct query_spec *q = &so->qspecs[i];
 
+		if (q->normalize == SP_NORM_PG) {
+			/* A name goes into the file at its first event, before
+			 * the strings that choose its text were seen, and a
+			 * multi-statement string has one event, not one per
+			 * statement. */
+			sp_err("record: %s: normalize=pg names rows from every string seen, at the end (use sptrace trace for this line, or normalize=sql)",
+			       query_spec__where(q, where, sizeof(where)));
+			return -EINVAL;
+		}
 		if (!q->cache || q->hit.op == SP_OP_NONE)
 			continue;
 		sp_err("record: %s: kind=cache with hit= counts events that are not hits, which a trace file does not carry (use sptrace trace for this line, or drop hit= to record the hits)",
@@ -319,7 +351,7 @@ int cmd_record(int argc, char **argv)
 	if (!err && rec.filtered)
 		sp_info("%llu events left out by --only",
 			(unsigned long long)rec.filtered);
-	if (!err && db && store_recorded(db, &env, &rec.ss, &h))
+	if (!err && db && store_recorded(db, &env, &rec.ss))
 		err = -EIO;
 	else if (!err && db)
 		stored = true;

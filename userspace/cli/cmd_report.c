@@ -15,13 +15,17 @@
 #include "commands.h"
 #include "history_db.h"
 #include "html_report.h"
+#include "html_verdicts.h"
 #include "json_summary.h"
 #include "log.h"
 #include "mem_report.h"
 #include "output.h"
 #include "run_load.h"
+#include "parse.h"
+#include "run_set.h"
 #include "run_store.h"
 #include "summary.h"
+#include "verdict.h"
 
 static const char usage[] =
 "Usage: sptrace report [OPTIONS] FILE\n"
@@ -33,6 +37,10 @@ static const char usage[] =
 "FILE is a trace file (sptrace record) or a JSON summary (sptrace -f json);\n"
 "with --db, RUN is a run of that history database: its id, latest or\n"
 "latest~N. --mem draws the memory timeline of a sptrace mem --interval run.\n"
+"With --db, RUN and BASE may each name several runs (A..B, ID,ID,...,\n"
+"label:NAME; or --history: the runs before RUN of its command): the page\n"
+"then opens with each query's verdict, its change and interval, and its\n"
+"self time run by run (docs/report.md).\n"
 "\n"
 "  -o, --output FILE        write there instead of stdout (0600, no symlink)\n"
 "      --force              overwrite an existing output file\n"
@@ -41,6 +49,9 @@ static const char usage[] =
 "      --mem FILE           the memory timeline of FILE (sptrace mem\n"
 "                           --interval MS -f json), instead of the run's own\n"
 "      --title TEXT         the report's title (default: names the run)\n"
+"      --history            with --db: RUN against the earlier runs of its\n"
+"                           command\n"
+"      --threshold PCT, --fdr Q   verdicts: as for sptrace diff\n"
 "  -h, --help\n";
 
 static void print_usage(FILE *f)
@@ -188,13 +199,98 @@ static int check_same_program(struct side *sd, const char *path,
 struct report_job {
 	const char *title;
 	const struct html_run *run, *base;
+	const struct html_verdicts *hv;
 };
 
 static int report_fn(FILE *out, const void *ctx)
 {
 	const struct report_job *j = ctx;
 
+	if (j->hv)
+		return html_report__write_verdicts(out, j->title, j->run, j->hv);
 	return html_report__write(out, j->title, j->run, j->base);
+}
+
+/* The sets of a verdict report and what they own. */
+struct sets {
+	int64_t *bids, *nids;
+	unsigned int nb, nn;
+	struct run_set bs, ns;
+	bool loaded;
+	struct verdicts v;
+	char bref[64];
+};
+
+static void sets_free(struct sets *st)
+{
+	free(st->bids);
+	free(st->nids);
+	if (st->loaded) {
+		run_set__free(&st->bs);
+		run_set__free(&st->ns);
+	}
+	verdicts__free(&st->v);
+}
+
+/*
+ * With --db: whether RUN and BASE name sets (more than one run on a side,
+ * or --history), and if so their verdicts, and the newest run of RUN
+ * loaded into `run` for the rest of the page. 1: plain runs (nothing
+ * done), 0: sets, or -errno (reported).
+ */
+static int load_sets(struct history_db *h, const char *db, const char *ref,
+		     const char *base, bool history, unsigned int window,
+		     const struct verdict_opts *vo, struct sets *st,
+		     struct side *run)
+{
+	char last[32];
+	int err;
+
+	err = history_db__resolve_set(h, ref, &st->nids, &st->nn);
+	if (err)
+		return err;
+	if (history) {
+		if (st->nn != 1) {
+			sp_err("report: --history judges one run, and '%s' names %u (give one run)",
+			       ref, st->nn);
+			return -EINVAL;
+		}
+		err = history_db__earlier(h, st->nids[0], window, &st->bids,
+					  &st->nb);
+		if (!err && st->nb < 2) {
+			sp_err("%s: run %" PRId64 " has %u earlier runs of its command: a history needs at least 2 (store more runs, e.g. with sptrace bench)",
+			       db, st->nids[0], st->nb);
+			err = -ENOENT;
+		}
+		if (err)
+			return err;
+		snprintf(st->bref, sizeof(st->bref), "%" PRId64 "..%" PRId64,
+			 st->bids[0], st->bids[st->nb - 1]);
+	} else {
+		if (!base)
+			return 1;
+		err = history_db__resolve_set(h, base, &st->bids, &st->nb);
+		if (err)
+			return err;
+		if (st->nb == 1 && st->nn == 1)
+			return 1;
+	}
+	err = history_db__load_set(h, st->bids, st->nb, &st->bs);
+	if (err)
+		return err;
+	err = history_db__load_set(h, st->nids, st->nn, &st->ns);
+	if (err) {
+		run_set__free(&st->bs);
+		return err;
+	}
+	st->loaded = true;
+	err = verdicts__build(&st->v, &st->bs, &st->ns, vo);
+	if (err) {
+		sp_err("report: %s", strerror(-err));
+		return err;
+	}
+	snprintf(last, sizeof(last), "%" PRId64, st->nids[st->nn - 1]);
+	return load_db(h, db, last, run, true);
 }
 
 int cmd_report(int argc, char **argv)
@@ -206,9 +302,18 @@ int cmd_report(int argc, char **argv)
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "title", required_argument, NULL, OPT_TITLE },
 		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "history", no_argument, NULL, OPT_HISTORY },
+		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
+		{ "fdr", required_argument, NULL, OPT_FDR },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
+	struct verdict_opts vo = { VERDICT_DEFAULT_THRESHOLD,
+				   VERDICT_DEFAULT_FDR };
+	struct html_verdicts hv;
+	struct sets st;
+	bool history = false, sets = false;
+	double d;
 	const char *output = NULL, *base = NULL, *db = NULL, *title = NULL;
 	const char *mem = NULL;
 	struct history_db *h = NULL;
@@ -227,16 +332,38 @@ int cmd_report(int argc, char **argv)
 			force = true;
 			break;
 		case OPT_BASE:
-			base = optarg;
+			if (cli__set_once(&base, "--base", optarg))
+				return 1;
 			break;
 		case OPT_DB:
-			db = optarg;
+			if (cli__set_once(&db, "--db", optarg))
+				return 1;
 			break;
 		case OPT_TITLE:
 			title = optarg;
 			break;
 		case OPT_MEM:
-			mem = optarg;
+			if (cli__set_once(&mem, "--mem", optarg))
+				return 1;
+			break;
+		case OPT_HISTORY:
+			history = true;
+			break;
+		case OPT_THRESHOLD:
+			if (parse_double(optarg, 0, 1000, &d)) {
+				sp_err("invalid --threshold '%s' (expected a percentage, 0..1000)",
+				       optarg);
+				return 1;
+			}
+			vo.threshold = d / 100;
+			break;
+		case OPT_FDR:
+			if (parse_double(optarg, 1e-9, 0.5, &d)) {
+				sp_err("invalid --fdr '%s' (expected a rate above 0, at most 0.5)",
+				       optarg);
+				return 1;
+			}
+			vo.fdr = d;
 			break;
 		default:
 			if (cli__option(c, print_usage))
@@ -247,17 +374,29 @@ int cmd_report(int argc, char **argv)
 		sp_err("report: give one run: FILE, --db DB RUN or --mem FILE (see sptrace report --help)");
 		return 1;
 	}
+	if (history && (!db || base || mem)) {
+		sp_err("report: --history judges a run of a history database against its earlier runs (give --db DB RUN, without --base or --mem)");
+		return 1;
+	}
 	if (output__check(&(struct output_spec){ output, "-o", force, false }, 1,
 			  (const char *const[]){ db ? db : argv[optind],
 						 db ? NULL : base, mem }, 3))
 		return 1;
 	side_init(&run);
 	side_init(&bside);
+	memset(&st, 0, sizeof(st));
 	if (db) {
 		err = history_db__open(db, false, &h);
-		if (!err)
+		if (!err && !mem) {
+			err = load_sets(h, db, argv[optind], base, history,
+					30, &vo, &st, &run);
+			sets = !err;
+			if (err == 1)
+				err = 0;
+		}
+		if (!err && !sets)
 			err = load_db(h, db, argv[optind], &run, true);
-		if (!err && base)
+		if (!err && !sets && base)
 			err = load_db(h, db, base, &bside, false);
 	} else if (optind < argc) {
 		err = load_file(&run, argv[optind]);
@@ -274,20 +413,32 @@ int cmd_report(int argc, char **argv)
 	if (!err && mem && (db || optind < argc))
 		err = check_same_program(&run, db ? NULL : argv[optind], mem);
 	if (!err && !title) {
-		if (asprintf(&deftitle, "sptrace report: %s", run.run.name) < 0) {
+		int r = sets ? asprintf(&deftitle, "sptrace report: %s -> %s",
+					history ? st.bref : base, argv[optind]) :
+			       asprintf(&deftitle, "sptrace report: %s",
+					run.run.name);
+
+		if (r < 0) {
 			deftitle = NULL;
 			err = -ENOMEM;
 			sp_err("report: %s", strerror(ENOMEM));
 		}
 		title = deftitle;
 	}
+	if (sets)
+		hv = (struct html_verdicts){ .v = &st.v, .base = &st.bs,
+					     .new = &st.ns,
+					     .base_ref = history ? st.bref : base,
+					     .new_ref = argv[optind] };
 	if (!err)
-		err = cli__write(output, force, report_fn, &(struct report_job){
+		err = cli__write(output, force, false, report_fn, &(struct report_job){
 			.title = title, .run = &run.run,
-			.base = base ? &bside.run : NULL });
+			.base = base && !sets ? &bside.run : NULL,
+			.hv = sets ? &hv : NULL });
 	if (h)
 		history_db__close(h);
 	free(deftitle);
+	sets_free(&st);
 	side_free(&run);
 	side_free(&bside);
 	return err ? 1 : 0;

@@ -87,7 +87,7 @@ SERVE_DEFAULT_LISTEN ");\n"
 "      --process-labels info|series  where binary and title go: once per\n"
 "                           process on sptrace_process_info (info, default),\n"
 "                           or also on every per-query series (series)\n"
-"      --query SPEC, --query-file FILE, --func GLOB, --max-queries N,\n"
+"      --query SPEC, --query-file FILE, --func GLOB, --query-keys, --max-queries N,\n"
 "      --max-threads N      as for sptrace (sptrace --help)\n"
 "  -v, --verbose            say what is attached; show libbpf's messages\n"
 "  -h, --help\n";
@@ -368,6 +368,7 @@ int cmd_serve(int argc, char **argv)
 				    &addr, &alen, why, sizeof(why));
 	if (err)
 		sp_err("--listen '%s': %s", env.listen, why);
+	env.so.need_sp = !env.mem;	/* else the memory gauges count */
 	if (session_opts__precheck(&env.so) || err) {
 		session_opts__free(&env.so);
 		return 1;

@@ -107,7 +107,7 @@ int cmd_summarize(int argc, char **argv)
 	if (!err) {
 		summary__finish(&s);
 		summary__sort(&s, sort);
-		err = cli__write_summary(output, force, &s, &ro);
+		err = cli__write_summary(output, force, false, &s, &ro);
 	}
 	summary__free(&s);
 	return err ? 1 : 0;

@@ -5,6 +5,7 @@
  * summary and written as a table, JSON or CSV.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include "cli.h"
 #include "commands.h"
+#include "exited_rows.h"
 #include "history_db.h"
 #include "interval.h"
 #include "log.h"
@@ -44,7 +46,9 @@ static const char usage[] =
 "       sptrace [OPTIONS] -- CMD [ARGS...]\n"
 "Trace the sp probes of running processes or of a command and print one row\n"
 "per query: self and total time, counts, cache hits, blocked and\n"
-"incremental-load time, latency percentiles.\n"
+"incremental-load time, latency percentiles. Tracing starts about 0.1 s\n"
+"after sptrace does (more on a busy machine, and with --query or --func;\n"
+"-v says how long); a command starts only then.\n"
 "\n"
 "  -p, --pid PID[,PID...]   trace these running processes\n"
 "  -b, --binary PATH        trace every process that runs or maps PATH,\n"
@@ -75,7 +79,7 @@ static const char usage[] =
 "                           through a traced function aborts the program)\n"
 "      --query SPEC         rows from any provider's USDT probes:\n"
 "                           PROV:BEGIN,PROV:END[|PROV:END2],name=argN|P:argN|NAME\n"
-"                           [,kind=blocked|incr][,if=|hit=argN!=0][,normalize=sql]\n"
+"                           [,kind=blocked|incr][,if=|hit=argN!=0][,normalize=pg|sql]\n"
 "                           [,max-rows=N][,stack=S][,outcomes] or\n"
 "                           PROV:PROBE,name=...,kind=cache; repeatable\n"
 "                           (docs/providers.md)\n"
@@ -83,9 +87,14 @@ static const char usage[] =
 "      --follow             with -- CMD or -p PID: also the processes it starts,\n"
 "                           and theirs (docs/follow.md)\n"
 "      --max-queries N      distinct (process, query) rows kept in the\n"
-"                           kernel (default %u)\n"
+"                           kernel (default %u); with --query-keys, keyed\n"
+"                           rows, the rest summed into \"<other>\"\n"
+"      --query-keys         a row per query and key of the keyed probes\n"
+"                           (SP_QUERY_BEGIN_KEY, sp_query_begin_key!),\n"
+"                           named q(key); without it, one row per query\n"
 "      --max-threads N      threads with open queries (default %u)\n"
-"  -v, --verbose            say what is attached; show libbpf's messages\n"
+"  -v, --verbose            say what is attached and how long loading,\n"
+"                           attaching and detaching took; libbpf's messages\n"
 "  -h, --help\n"
 "\n"
 "Other commands: sptrace help\n";
@@ -206,12 +215,38 @@ static int parse_args(int argc, char **argv, struct trace_env *env)
 }
 
 /* --per-pid: a process's title when first seen, even if it exits. */
-static int titles_poll(void *ctx)
-{
-	int err = titles__poll(ctx);
+/* What a one-shot run does while it traces: the titles of --per-pid,
+ * and the rows of exited processes moved out of the maps. */
+struct trace_poll {
+	struct titles *titles;		/* NULL without --per-pid */
+	struct exited_rows *rows;	/* NULL with --mem */
+	/* Processes may exit while the session goes on (-b, --follow,
+	 * several -p): only then are the maps read to move their rows. One
+	 * -p target or a command alone ends the session as it exits. */
+	bool churn;
+};
 
-	if (err)
+/* How often a one-shot run moves the rows of exited processes out (every
+ * 25 ms while processes exit: 5,000 pgbench -C connections in 25 s filled
+ * the maps with reads every second). */
+#define EVICT_PERIOD_NS 250000000ull
+
+static int trace_poll(void *ctx)
+{
+	struct trace_poll *tp = ctx;
+	int err = tp->titles ? titles__poll(tp->titles) : 0;
+
+	if (err) {
 		sp_err("out of memory reading process titles");
+		return err;
+	}
+	if (!tp->rows)
+		return 0;
+	if (tp->churn)
+		return exited_rows__tick(tp->rows, EVICT_PERIOD_NS);
+	err = exited_rows__poll(tp->rows);	/* the labels, without a read */
+	if (err)
+		sp_err("out of memory tracking the traced processes");
 	return err;
 }
 
@@ -230,6 +265,8 @@ int cmd_trace(int argc, char **argv)
 	struct session ss;
 	struct summary s;
 	struct titles titles;
+	struct exited_rows rows;
+	struct trace_poll tp = {};
 	int64_t started;
 	bool db_created, stored = false;
 	int err, status;
@@ -240,7 +277,8 @@ int cmd_trace(int argc, char **argv)
 	}
 	/* Every output and target in one pass, then the database (opened,
 	 * and created, before the trace): a bad path fails now, not after
-	 * the data is collected. */
+	 * the data is collected. Without --mem, sp probes are all it counts. */
+	env.so.need_sp = !env.mem;
 	{
 		const struct output_spec outs[] = {
 			{ env.output, "-o", env.force, false },
@@ -260,14 +298,24 @@ int cmd_trace(int argc, char **argv)
 	session__init(&ss, &env.so);
 	titles__init(&titles, &s, &ss);
 	query_provider__init(&qp, &p);
+	/* With --per-pid every exited process keeps its own rows. --mem
+	 * names its rows through the snapshots of exited processes. */
+	exited_rows__init(&rows, &qp, &ss, env.per_pid ? 1e9 : 0);
+	tp.titles = env.per_pid ? &titles : NULL;
+	tp.rows = env.mem ? NULL : &rows;
+	tp.churn = env.so.follow || env.so.nbinaries || env.so.npids > 1;
 	err = session__add(&ss, &p);
+	if (!err && tp.titles && !env.interval)
+		err = titles__watch_exits(&titles);
 	if (!err && env.mem) {
 		mem_provider__init(&mp, &mem_o, &mem_p);
 		err = session__add(&ss, &mem_p);
 	}
 	if (!err)
 		err = session__start(&ss);
-	started = (int64_t)time(NULL);
+	if (!err && tp.titles && !env.interval)
+		err = titles__watch_command(&titles);
+	started = (int64_t)(ss.start_realtime_ns / 1000000000ull);
 	if (!err && env.mem)	/* whose memory it is, in the JSON */
 		err = session__describe(&ss, &mr.tl.command);
 	if (!err && env.interval)
@@ -276,15 +324,20 @@ int cmd_trace(int argc, char **argv)
 			.per_pid = env.per_pid, .sort = env.sort,
 			.ropts = &env.ropts, .output = env.output,
 			.force = env.force });
-	else if (!err && env.per_pid)
-		err = session__run(&ss, -1, titles_poll, &titles);
 	else if (!err)
-		err = session__run(&ss, -1, NULL, NULL);
+		err = session__run(&ss, -1, tp.titles || tp.rows ? trace_poll : NULL,
+				   &tp);
 	if (!err && (ss.launched || env.so.nbinaries))
 		err = query_provider__check(&qp, env.so.cmd ? session__command(&ss)
 						       : env.so.binaries[0]);
-	if (!err && !env.interval)	/* else written at every tick */
+	if (!err && !env.interval && tp.rows) {	/* else at every tick */
+		err = exited_rows__collect(&rows, &s);
+		if (!err && rows.evicted_rows)
+			sp_info("%" PRIu64 " rows of %" PRIu64 " exited processes moved out of the BPF maps while tracing",
+				rows.evicted_rows, rows.exited);
+	} else if (!err && !env.interval) {
 		err = query_provider__read(&qp, &ss, &s);
+	}
 	if (!err && !env.interval && env.per_pid) {
 		err = titles__refresh(&titles);
 		if (err)
@@ -292,20 +345,17 @@ int cmd_trace(int argc, char **argv)
 	}
 	if (!err && env.mem)
 		err = mem_provider__read(&mp, &ss, &mr);
-	if (!err && env.so.cmd && !ss.sites && !s.nrows)
-		sp_warn("'%s' has no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
-			session__command(&ss));
 	if (!err && !env.interval) {
 		summary__finish(&s);
 		summary__sort(&s, env.sort);
 		err = env.mem ? cli__write_mem(env.output, env.force, &s,
 					       &env.ropts, &mr)
-			      : cli__write_summary(env.output, env.force, &s,
+			      : cli__write_summary(env.output, env.force, true, &s,
 						   &env.ropts);
 		/* Stored even if the report could not be written: the data
 		 * is kept wherever it can be. */
 		if (db && session__store(&ss, db, env.dbo.label, "live", started,
-					 &s, env.mem ? &mr : NULL)) {
+					 &s, env.mem ? &mr : NULL, NULL)) {
 			if (!err)
 				err = -EIO;
 		} else if (db) {
@@ -313,6 +363,8 @@ int cmd_trace(int argc, char **argv)
 		}
 	}
 	cli__db_close(db, env.dbo.db, db_created, !stored);
+	exited_rows__free(&rows);
+	titles__free(&titles);
 	session__destroy(&ss);
 	status = session__exit_status(&ss, err);
 	summary__free(&s);

@@ -16,5 +16,6 @@ int cmd_serve(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif /* SPTRACE_COMMANDS_H */

@@ -27,7 +27,7 @@ static int cmd_help(int argc, char **argv);
 static int cmd_no_bpf(int argc, char **argv)
 {
 	static const char *const live[] = { "record", "mem", "latency",
-					    "serve" };
+					    "serve", "bench" };
 	const char *name = "trace";	/* sptrace -p PID, sptrace -- CMD */
 	size_t i;
 
@@ -44,13 +44,15 @@ static int cmd_no_bpf(int argc, char **argv)
 #define cmd_mem cmd_no_bpf
 #define cmd_latency cmd_no_bpf
 #define cmd_serve cmd_no_bpf
+#define cmd_bench cmd_no_bpf
 #endif
 
 static const struct command commands[] = {
 	{ "trace", cmd_trace, "trace running processes or a command (default)" },
 	{ "record", cmd_record, "record every probe event into a trace file" },
+	{ "bench", cmd_bench, "run a command N times (or two in turn), store every run, print the statistics" },
 	{ "summarize", cmd_summarize, "print the per-query table of a trace file" },
-	{ "diff", cmd_diff, "compare two runs (trace files or JSON summaries) per query" },
+	{ "diff", cmd_diff, "compare two runs per query, or sets of runs with a verdict per query" },
 	{ "export", cmd_export, "write a trace file as Chrome trace JSON, folded stacks or CSV" },
 	{ "import", cmd_import, "store trace files or JSON summaries as runs in a history database" },
 	{ "history", cmd_history, "list the runs of a history database, or one query across them" },
@@ -146,6 +148,10 @@ int main(int argc, char **argv)
 	const struct command *c;
 
 	if (argc >= 2 && !strcmp(argv[1], "--version")) {
+		if (argc > 2) {
+			sp_err("--version takes nothing after it ('%s')", argv[2]);
+			return 1;
+		}
 		printf("sptrace %s\n", SPTRACE_VERSION);
 		return 0;
 	}

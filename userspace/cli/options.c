@@ -170,3 +170,14 @@ void cli__db_close(struct history_db *db, const char *path, bool created,
 	if (path && created && failed)
 		unlink(path);
 }
+
+int cli__set_once(const char **slot, const char *name, const char *arg)
+{
+	if (*slot) {
+		sp_err("%s given twice ('%s', then '%s'): give it once (see sptrace %s --help)",
+		       name, *slot, arg, cli__command ? cli__command : "");
+		return -EINVAL;
+	}
+	*slot = arg;
+	return 0;
+}

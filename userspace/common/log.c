@@ -122,6 +122,15 @@ void sp_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void sp_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay("sptrace: ", fmt, ap);
+	va_end(ap);
+}
+
 void sp_info(const char *fmt, ...)
 {
 	va_list ap;

@@ -19,6 +19,9 @@ extern unsigned int sp_verbosity;	/* how many -v */
 void sp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Progress the user asked for (`sptrace bench`'s runs): always shown, as
+ * "sptrace: <what>", escaped like every other line. */
+void sp_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Routes libbpf's messages to stderr when verbose, drops them otherwise. */
 void sp_log_setup_libbpf(void);
 

@@ -6,7 +6,9 @@
  * output__check() is the one look at every file a command will write,
  * taken before it does anything that costs (loading BPF, starting the
  * command, tracing): each problem it can see from here is reported, all of
- * them at once, so no run is lost to a typo in the last option.
+ * them at once, so no run is lost to a typo in the last option. What it
+ * cannot see (a disk that fills while tracing) output__keep() answers: the
+ * finished run is kept in a private file of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include "log.h"
 #include "output.h"
 
@@ -119,12 +123,60 @@ static char *future_path(const char *path)
 	return out;
 }
 
+/* A kernel interface mounted as a file system: its files are not
+ * places for a report (a write is refused, or worse, taken as a setting),
+ * and files cannot be created in it. Its name, or NULL. */
+static const char *kernel_fs(const char *path)
+{
+	static const struct { long magic; const char *name; } fs[] = {
+		{ PROC_SUPER_MAGIC, "/proc (procfs)" },
+		{ SYSFS_MAGIC, "/sys (sysfs)" },
+		{ DEBUGFS_MAGIC, "debugfs" },
+		{ TRACEFS_MAGIC, "tracefs" },
+		{ CGROUP_SUPER_MAGIC, "cgroupfs" },
+		{ CGROUP2_SUPER_MAGIC, "cgroup2fs" },
+		{ SECURITYFS_MAGIC, "securityfs" },
+		{ BPF_FS_MAGIC, "bpffs" },
+	};
+	struct statfs sf;
+	size_t i;
+
+	if (statfs(path, &sf))
+		return NULL;
+	for (i = 0; i < sizeof(fs) / sizeof(fs[0]); i++)
+		if ((long)sf.f_type == fs[i].magic)
+			return fs[i].name;
+	return NULL;
+}
+
+/* A device takes data, tried with a write of nothing: /dev/full says
+ * ENOSPC to that as to any write (a regular file, a pipe, /dev/null and
+ * a terminal take it). 0 or -errno. */
+static int try_write(int fd)
+{
+	return write(fd, "", 0) < 0 ? -errno : 0;
+}
+
+int output__check_stdout(void)
+{
+	struct stat st;
+	int err;
+
+	if (fstat(STDOUT_FILENO, &st) || !S_ISCHR(st.st_mode))
+		return 0;
+	err = try_write(STDOUT_FILENO);
+	if (err)
+		sp_err("stdout: cannot write: %s (redirect it, or give -o FILE)",
+		       strerror(-err));
+	return err;
+}
+
 /* One output's own problems (not those between outputs): reported; 0 or
  * -errno. */
 static int check_one(const struct output_spec *o, struct stat *st,
 		     bool *exists)
 {
-	const char *p, *slash, *base;
+	const char *p, *slash, *base, *fs;
 	char *dir;
 	struct stat ds;
 	int err;
@@ -158,9 +210,32 @@ static int check_one(const struct output_spec *o, struct stat *st,
 			       o->what, o->path);
 			return -EISDIR;
 		}
-		if (!S_ISREG(st->st_mode) && !is_stream(st)) {
-			sp_err("%s %s: not a regular file", o->what, o->path);
+		if (!S_ISREG(st->st_mode) && (!is_stream(st) || o->may_exist)) {
+			/* A database is read back and rewritten in place. */
+			sp_err("%s %s: not a regular file%s", o->what, o->path,
+			       o->may_exist ? " (a database is one)" : "");
 			return -EINVAL;
+		}
+		if ((fs = kernel_fs(o->path))) {
+			sp_err("%s %s: a file of %s, a kernel interface, not a "
+			       "place for output (give a file elsewhere)",
+			       o->what, o->path, fs);
+			return -EINVAL;
+		}
+		/* Opened as the write will open it, without truncating: a FIFO
+		 * would wait for its reader here, so only character devices. */
+		if (S_ISCHR(st->st_mode)) {
+			int fd = open(o->path, O_WRONLY | O_NOCTTY | O_NONBLOCK |
+					       O_CLOEXEC);
+
+			err = fd < 0 ? -errno : try_write(fd);
+			if (fd >= 0)
+				close(fd);
+			if (err) {
+				sp_err("%s %s: cannot write: %s", o->what,
+				       o->path, strerror(-err));
+				return err;
+			}
 		}
 		if (S_ISREG(st->st_mode) && !o->force && !o->may_exist) {
 			sp_err("%s: file exists (use --force to overwrite)",
@@ -192,6 +267,11 @@ static int check_one(const struct output_spec *o, struct stat *st,
 	} else if (!S_ISDIR(ds.st_mode)) {
 		err = -ENOTDIR;
 		sp_err("%s %s: %s is not a directory", o->what, o->path, dir);
+	} else if ((fs = kernel_fs(dir))) {
+		err = -EINVAL;
+		sp_err("%s %s: %s is in %s, a kernel interface, where no file "
+		       "can be created (give a file elsewhere)", o->what,
+		       o->path, dir, fs);
 	} else if (access(dir, W_OK | X_OK)) {
 		err = -errno;
 		sp_err("%s %s: cannot create a file in %s: %s", o->what, o->path,
@@ -223,7 +303,7 @@ int output__check(const struct output_spec *outs, size_t nouts,
 		  const char *const *inputs, size_t ninputs)
 {
 	struct ident id[OUTPUT_CHECK_MAX] = { 0 }, in;
-	bool bad[OUTPUT_CHECK_MAX] = { 0 };
+	bool bad[OUTPUT_CHECK_MAX] = { 0 }, stdout_done = false;
 	struct stat st;
 	size_t i, j;
 	int err = 0;
@@ -231,8 +311,13 @@ int output__check(const struct output_spec *outs, size_t nouts,
 	if (nouts > OUTPUT_CHECK_MAX)
 		return -E2BIG;
 	for (i = 0; i < nouts; i++) {
-		if (!outs[i].path || !strcmp(outs[i].path, "-"))
+		if (!outs[i].path || !strcmp(outs[i].path, "-")) {
+			/* Once, for the outputs that go there. */
+			if (!stdout_done && output__check_stdout())
+				err = -EINVAL;
+			stdout_done = true;
 			continue;
+		}
 		if (check_one(&outs[i], &st, &id[i].exists)) {
 			bad[i] = true;
 			err = -EINVAL;
@@ -293,6 +378,34 @@ int output__precheck(const char *path, bool force)
 		return -EEXIST;
 	}
 	return 0;
+}
+
+int output__keep(const char *name, char *path, size_t len)
+{
+	const char *dirs[] = { getenv("TMPDIR"), "/tmp", "." };
+	const char *base = strrchr(name, '/');
+	int fd = -ENOENT, i, n;
+
+	base = base ? base + 1 : name;
+	for (i = 0; i < 3; i++) {
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		/* Another run's of the same pid (reused): the next number. */
+		for (n = 0; n < 100; n++) {
+			if (n)
+				snprintf(path, len, "%s/sptrace-%d-%d-%s",
+					 dirs[i], (int)getpid(), n, base);
+			else
+				snprintf(path, len, "%s/sptrace-%d-%s",
+					 dirs[i], (int)getpid(), base);
+			fd = output__create(path, OUTPUT_NEW);
+			if (fd != -EEXIST)
+				break;
+		}
+		if (fd >= 0)
+			return fd;
+	}
+	return fd;
 }
 
 int output__close(FILE *f, const char *path)

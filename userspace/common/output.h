@@ -35,13 +35,27 @@ struct output_spec {
 /*
  * Every output of a command, before it does anything: each is a file name
  * (not "", not too long), not a directory, a symlink or an existing file
- * without force, in a directory that exists and is writable; no two are
- * the same file, and none is one of the inputs (files the command reads).
- * Character devices and FIFOs (/dev/null) are fine. Every problem found is
+ * without force, in a directory that exists and is writable, and not on a
+ * kernel interface (/proc, /sys, debugfs, ...); no two are the same file,
+ * and none is one of the inputs (files the command reads). Character
+ * devices and FIFOs (/dev/null) are fine if they take data: a device (and
+ * stdout, when it is one and an output goes there) is opened and sent a
+ * write of nothing, which /dev/full refuses. Every problem found is
  * reported, one line each. 0 or -EINVAL.
  */
 int output__check(const struct output_spec *outs, size_t nouts,
 		  const char *const *inputs, size_t ninputs);
+/* stdout, when it is a device, takes data (as above). 0 or -errno
+ * (reported). */
+int output__check_stdout(void);
+/*
+ * A finished result that could not be written where asked is kept instead
+ * in a new private file (output__create) named "sptrace-PID-NAME" (NAME:
+ * the base name of `name`), in $TMPDIR, else /tmp, else the current
+ * directory: the first where one can be created. Its path goes to `path`.
+ * A write-only fd, or -errno.
+ */
+int output__keep(const char *name, char *path, size_t len);
 /* Flushes and closes (not stdout); 0 or -errno (reported). */
 int output__close(FILE *f, const char *path);
 

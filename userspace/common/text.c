@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "text.h"
 
@@ -215,4 +217,132 @@ void text__html(FILE *out, const char *str)
 		}
 		p += n;
 	}
+}
+
+/*
+ * Code points a terminal would act on instead of showing: C0/C1 controls
+ * (escape sequences), DEL, and the bidi and line-separator controls that can
+ * make a name look like another (trojan-source).
+ */
+static bool cp_unsafe(uint32_t c)
+{
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c ||
+	       c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+	       (c >= 0x2066 && c <= 0x2069);
+}
+
+/*
+ * Terminal cells taken by a printable code point. A small fixed table rather
+ * than wcwidth(): that depends on the locale, and output must not. Covers
+ * the common combining marks (0) and East Asian wide ranges and emoji (2).
+ */
+static unsigned int cp_width(uint32_t c)
+{
+	if ((c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
+	    (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x200b && c <= 0x200d) ||
+	    (c >= 0x20d0 && c <= 0x20ff) || (c >= 0xfe00 && c <= 0xfe0f) ||
+	    (c >= 0xfe20 && c <= 0xfe2f))
+		return 0;
+	if ((c >= 0x1100 && c <= 0x115f) || c == 0x2329 || c == 0x232a ||
+	    (c >= 0x2e80 && c <= 0xa4cf && c != 0x303f) ||
+	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
+	    (c >= 0xfe10 && c <= 0xfe19) || (c >= 0xfe30 && c <= 0xfe6f) ||
+	    (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) ||
+	    (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f900 && c <= 0x1f9ff) ||
+	    (c >= 0x20000 && c <= 0x3fffd))
+		return 2;
+	return 1;
+}
+
+/* Display form of the character at p into out (<= 4 bytes), its width into
+ * *w; returns the input bytes it used. An unsafe multi-byte character is
+ * escaped one byte at a time: its continuation bytes are invalid alone. */
+static size_t display_piece(const char *p, char *out, size_t *outlen,
+			    unsigned int *w)
+{
+	uint32_t cp;
+	int n;
+
+	if (*p == '\\') {
+		memcpy(out, "\\\\", 2);
+		*outlen = *w = 2;
+		return 1;
+	}
+	n = text__utf8_next(p, &cp);
+	if (n && !cp_unsafe(cp)) {
+		memcpy(out, p, n);
+		*outlen = n;
+		*w = cp_width(cp);
+		return n;
+	}
+	snprintf(out, 5, "\\x%02x", (unsigned char)*p);
+	*outlen = *w = 4;
+	return 1;
+}
+
+/* The cells str may fill when cut to maxw with "..." (all of it when it
+ * fits): what text__display() and text__html_display() both keep. */
+static unsigned int display_limit(const char *str, unsigned int maxw)
+{
+	unsigned int w, total = 0;
+	size_t n, plen;
+	char piece[5];
+	const char *p;
+
+	for (p = str; *p; p += n) {
+		n = display_piece(p, piece, &plen, &w);
+		total += w;
+	}
+	return total > maxw && maxw >= 3 ? maxw - 3 : maxw;
+}
+
+char *text__display(const char *str, unsigned int maxw, unsigned int *width)
+{
+	unsigned int w, total = 0, limit;
+	size_t len = strlen(str), n, plen, at = 0;
+	char piece[5], *out;
+	const char *p;
+
+	/* Each input byte becomes at most 4 output bytes (\xHH). */
+	if (len > (SIZE_MAX - 4) / 4)
+		return NULL;
+	out = malloc(4 * len + 4);
+	if (!out)
+		return NULL;
+	limit = display_limit(str, maxw);
+	for (p = str; *p; p += n) {
+		n = display_piece(p, piece, &plen, &w);
+		if (total + w > limit)
+			break;
+		memcpy(out + at, piece, plen);
+		at += plen;
+		total += w;
+	}
+	if (*p) {
+		memcpy(out + at, "...", 3);
+		at += 3;
+		total += 3;
+	}
+	out[at] = '\0';
+	*width = total;
+	return out;
+}
+
+void text__html_display(FILE *out, const char *str, unsigned int maxw)
+{
+	unsigned int w, total = 0, limit = display_limit(str, maxw);
+	size_t n, plen;
+	char piece[5];
+	const char *p;
+
+	for (p = str; *p; p += n) {
+		n = display_piece(p, piece, &plen, &w);
+		if (total + w > limit)
+			break;
+		piece[plen] = '\0';	/* a whole character, or an escape */
+		text__html(out, piece);
+		total += w;
+	}
+	if (*p)
+		fputs("...", out);
 }

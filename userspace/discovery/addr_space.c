@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "addr_space.h"
@@ -34,6 +36,10 @@ static void space_clear(struct addr_space *s)
 	s->maps = NULL;
 	s->nfiles = s->nmaps = s->files_cap = s->maps_cap = 0;
 }
+
+/* The space of the files held for every process (addr_spaces__hold_file()):
+ * no process's, and with no mappings. */
+#define HELD_FILES 0
 
 static struct addr_space *space_get(struct addr_spaces *as, pid_t pid,
 				    bool create)
@@ -142,7 +148,7 @@ int addr_spaces__add_maps(struct addr_spaces *as, pid_t pid,
 			return -ENOMEM;
 		s->maps[s->nmaps++] = (struct addr_map){
 			.start = m->start, .end = m->end, .pgoff = m->pgoff,
-			.file = idx,
+			.file = idx, .exec = m->perms[2] == 'x',
 		};
 	}
 	return 0;
@@ -238,6 +244,60 @@ int addr_spaces__read_str(const struct addr_spaces *as, pid_t pid,
 			return 0;
 	}
 	return read_live(pid, addr, buf, len);
+}
+
+int addr_spaces__read_file_str(const struct addr_spaces *as, uint64_t dev,
+			       uint64_t ino, uint64_t off, char *buf,
+			       size_t len)
+{
+	dev_t want = makedev((unsigned int)(dev >> 20),
+			     (unsigned int)(dev & 0xfffff));
+	struct stat st;
+	size_t i, j;
+	ssize_t n;
+
+	if (len < 2)
+		return -EINVAL;
+	for (i = 0; i < as->n; i++)
+		for (j = 0; j < as->v[i].nfiles; j++) {
+			const struct addr_file *f = &as->v[i].files[j];
+
+			if (f->fd < 0 || fstat(f->fd, &st) ||
+			    st.st_ino != ino || st.st_dev != want)
+				continue;
+			n = pread(f->fd, buf, len - 1, (off_t)off);
+			if (n <= 0)
+				return n ? -errno : -ENOENT;
+			buf[n] = 0;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+int addr_spaces__hold_file(struct addr_spaces *as, const char *path)
+{
+	struct addr_space *s = space_get(as, HELD_FILES, true);
+	struct addr_file *v;
+	int fd;
+
+	if (!s)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (VEC_RESERVE(s->files, s->files_cap, s->nfiles + 1)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	v = s->files;
+	v[s->nfiles].fd = fd;
+	v[s->nfiles].path = strdup(path);
+	if (!v[s->nfiles].path) {
+		close(fd);
+		return -ENOMEM;
+	}
+	s->nfiles++;
+	return 0;
 }
 
 void addr_spaces__free(struct addr_spaces *as)

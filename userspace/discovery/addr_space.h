@@ -7,6 +7,7 @@
 #ifndef SPTRACE_ADDR_SPACE_H
 #define SPTRACE_ADDR_SPACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -19,6 +20,7 @@ struct addr_file {
 struct addr_map {
 	uint64_t start, end, pgoff;
 	size_t file;		/* index into files */
+	bool exec;		/* mapped executable: code */
 };
 
 struct addr_space {
@@ -54,6 +56,20 @@ int addr_spaces__fork(struct addr_spaces *as, pid_t parent, pid_t child);
  */
 int addr_spaces__read_str(const struct addr_spaces *as, pid_t pid,
 			  uint64_t addr, char *buf, size_t len);
+/*
+ * Reads a NUL-terminated string at offset `off` of the file (dev, ino), dev
+ * as the kernel encodes it (major << 20 | minor), from any snapshot or
+ * held file that has it open: a name BPF located in a library since
+ * unloaded, or in a process that has exited.
+ * 0 or -errno (-ENOENT: no snapshot has the file).
+ */
+int addr_spaces__read_file_str(const struct addr_spaces *as, uint64_t dev,
+			       uint64_t ino, uint64_t off, char *buf,
+			       size_t len);
+/* Holds the file at `path` open for addr_spaces__read_file_str(): a file
+ * any process may map (-b), whose names BPF locates in processes gone
+ * before they were snapshotted. 0 or -errno. */
+int addr_spaces__hold_file(struct addr_spaces *as, const char *path);
 /* Forgets pid's snapshot (its files closed): for a process that exited
  * and whose names were read. Kept while a forked child refers to it. */
 void addr_spaces__drop(struct addr_spaces *as, pid_t pid);

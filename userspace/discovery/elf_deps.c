@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "input.h"
 #include "elf_deps.h"
 #include "vec.h"
 
@@ -184,9 +185,9 @@ static int obj_read(const char *path, struct elf_obj *o)
 	pthread_once(&libelf_once, libelf_init);
 	if (!libelf_ok)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = input__open(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
 		err = -ENOEXEC;
@@ -293,7 +294,7 @@ static bool fits(const char *path, const struct closure *c)
 
 	if (stat(path, &st) || !S_ISREG(st.st_mode))
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = input__open(path);
 	if (fd < 0)
 		return false;
 	n = read(fd, h, sizeof(h));

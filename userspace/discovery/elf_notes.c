@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "input.h"
 #include "elf_notes.h"
 #include "vec.h"
 
@@ -291,6 +292,30 @@ static void site_free(struct usdt_site *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/*
+ * A note of a function the linker dropped (--gc-sections, which cargo
+ * always passes, and LTO): the note section is not allocated, so GNU ld
+ * and lld keep the note and resolve its address word, a reference into
+ * the discarded section, to 0 plus the site's offset in that function.
+ * Such a pc lies below every executable segment; no probe can be there,
+ * so the note is dropped without a word, like its function. A pc anywhere
+ * else outside code is a broken note, and counted.
+ */
+static bool below_code(const struct elf_ctx *ctx, uint64_t pc)
+{
+	bool any = false;
+	size_t i;
+
+	for (i = 0; i < ctx->nloads; i++) {
+		if (!(ctx->loads[i].p_flags & PF_X))
+			continue;
+		if (pc >= ctx->loads[i].p_vaddr)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 /* Address words of a note, turned into the site's addresses and offsets. */
 static int site_place(const struct elf_ctx *ctx,
 		      const struct stapsdt_base *base, const unsigned char *desc,
@@ -306,7 +331,7 @@ static int site_place(const struct elf_ctx *ctx,
 		delta = base->addr - base_word;
 	site->pc_vaddr = pc + delta;
 	if (vaddr_to_offset(ctx, site->pc_vaddr, PF_X, true, &site->pc_offset))
-		return -EINVAL;
+		return below_code(ctx, site->pc_vaddr) ? -ENOENT : -EINVAL;
 	if (!sema)
 		return 0;
 	site->sema_vaddr = sema + delta;
@@ -318,8 +343,8 @@ static int site_place(const struct elf_ctx *ctx,
 
 /*
  * One note at name_off/desc_off of data. Returns 0 with *site filled,
- * -ENOENT for a note that is not a stapsdt note (ignored), -EINVAL for a bad
- * stapsdt note, -ENOMEM.
+ * -ENOENT for a note that is not a stapsdt note or is the note of a dropped
+ * function (both ignored), -EINVAL for a bad stapsdt note, -ENOMEM.
  */
 static int parse_note(const struct elf_ctx *ctx,
 		      const struct stapsdt_base *base, const Elf_Data *data,
@@ -521,9 +546,9 @@ int usdt_file__open(const char *path, struct usdt_file **out,
 		*bad_notes = 0;
 	if (!path)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = input__open(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = usdt_file__open_fd(fd, path, out, bad_notes);
 	close(fd);
 	return err;
@@ -541,10 +566,11 @@ size_t usdt_file__count(const struct usdt_file *f, const char *provider)
 	return n;
 }
 
-/* Value of the defined function `sym` in the first table of type
- * (SHT_SYMTAB or SHT_DYNSYM); a global or weak definition beats a local. */
+/* Value of the defined symbol `sym` of type stt (STT_FUNC, STT_OBJECT) in
+ * the first table of type (SHT_SYMTAB or SHT_DYNSYM); a global or weak
+ * definition beats a local. */
 static int find_symbol(const struct elf_ctx *ctx, Elf64_Word type,
-		       const char *sym, uint64_t *value)
+		       unsigned char stt, const char *sym, uint64_t *value)
 {
 	bool have_local = false;
 	uint64_t local = 0;
@@ -563,7 +589,7 @@ static int find_symbol(const struct elf_ctx *ctx, Elf64_Word type,
 			continue;
 		/* gelf_getsym() returns NULL past the end of data. */
 		for (i = 0; gelf_getsym(data, i, &s); i++) {
-			if (GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+			if (GELF_ST_TYPE(s.st_info) != stt ||
 			    s.st_shndx == SHN_UNDEF)
 				continue;
 			name = elf_strptr(ctx->elf, sh.sh_link, s.st_name);
@@ -595,15 +621,15 @@ int elf_symbol_offset(const char *path, const char *sym, uint64_t *vaddr,
 
 	if (!path || !sym || !vaddr || !offset)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = input__open(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = elf_ctx__open(fd, &ctx);
 	if (err)
 		goto cleanup;
-	err = find_symbol(&ctx, SHT_SYMTAB, sym, &value);
+	err = find_symbol(&ctx, SHT_SYMTAB, STT_FUNC, sym, &value);
 	if (err == -ENOENT)
-		err = find_symbol(&ctx, SHT_DYNSYM, sym, &value);
+		err = find_symbol(&ctx, SHT_DYNSYM, STT_FUNC, sym, &value);
 	if (err)
 		goto cleanup;
 	if (vaddr_to_offset(&ctx, value, PF_X, true, &off)) {
@@ -613,6 +639,56 @@ int elf_symbol_offset(const char *path, const char *sym, uint64_t *vaddr,
 	*vaddr = value;
 	*offset = off;
 cleanup:
+	elf_ctx__close(&ctx);
+	close(fd);
+	return err;
+}
+
+int elf_exec_extent(const char *path, uint64_t off, uint64_t *before,
+		    uint64_t *after)
+{
+	struct elf_ctx ctx = { 0 };
+	const GElf_Phdr *ph;
+	size_t i;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = elf_ctx__open(fd, &ctx);
+	for (i = 0; !err && i < ctx.nloads; i++) {
+		ph = &ctx.loads[i];
+		if (!(ph->p_flags & PF_X) || off < ph->p_offset ||
+		    off - ph->p_offset >= ph->p_filesz)
+			continue;
+		*before = off - ph->p_offset;
+		*after = ph->p_filesz - *before;
+		break;
+	}
+	if (!err && i == ctx.nloads)
+		err = -ENOENT;
+	elf_ctx__close(&ctx);
+	close(fd);
+	return err;
+}
+
+int elf_object_vaddr(const char *path, const char *sym, uint64_t *vaddr)
+{
+	struct elf_ctx ctx = { 0 };
+	int fd, err;
+
+	if (!path || !sym || !vaddr)
+		return -EINVAL;
+	fd = input__open(path);
+	if (fd < 0)
+		return fd;
+	err = elf_ctx__open(fd, &ctx);
+	if (!err) {
+		err = find_symbol(&ctx, SHT_SYMTAB, STT_OBJECT, sym, vaddr);
+		if (err == -ENOENT)
+			err = find_symbol(&ctx, SHT_DYNSYM, STT_OBJECT, sym,
+					  vaddr);
+	}
 	elf_ctx__close(&ctx);
 	close(fd);
 	return err;
@@ -697,9 +773,9 @@ int elf_functions(const char *path, const char *glob,
 	int fd, err, i;
 
 	memset(out, 0, sizeof(*out));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = input__open(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = elf_ctx__open(fd, &ctx);
 	if (err)
 		goto cleanup;

@@ -45,7 +45,9 @@ struct usdt_file {
  * not an error (nsites = 0). A note that is malformed, of an unknown stapsdt
  * note type, has unprintable strings, or whose probe address is not in an
  * executable PT_LOAD (or semaphore not in any PT_LOAD) is skipped and counted
- * in *bad_notes (may be NULL); the other notes still come back.
+ * in *bad_notes (may be NULL); the other notes still come back. A note whose
+ * address lies below every executable PT_LOAD is skipped without counting:
+ * the linker left it so when it dropped the note's function (elf_notes.c).
  *
  * Returns 0 or -errno: -ENOENT/-EACCES/... (open), -EISDIR, -ENOEXEC (not
  * an ELF file, not ELFCLASS64 little-endian, or neither ET_EXEC nor ET_DYN),
@@ -72,6 +74,16 @@ size_t usdt_file__count(const struct usdt_file *f, const char *provider);
  */
 int elf_symbol_offset(const char *path, const char *sym, uint64_t *vaddr,
 		      uint64_t *offset);
+/* The address of the defined data object (STT_OBJECT) `sym`, as
+ * elf_symbol_offset() looks a function up. 0, -ENOENT, or -errno. */
+int elf_object_vaddr(const char *path, const char *sym, uint64_t *vaddr);
+
+/* The executable PT_LOAD whose file contents hold file offset `off`: how
+ * many of its bytes lie before off and from off on (the code around a
+ * function, as mapped). 0, -ENOENT if no executable segment holds off, or
+ * the errors of usdt_file__open(). */
+int elf_exec_extent(const char *path, uint64_t off, uint64_t *before,
+		    uint64_t *after);
 
 /* Defined functions (STT_FUNC) of an ELF file whose names match a
  * fnmatch(3) pattern, from .symtab and .dynsym. C++ symbols are matched

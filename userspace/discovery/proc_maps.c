@@ -358,36 +358,3 @@ int proc_maps__for_each_exec_file(int pid,
 	proc_maps__free(&m);
 	return err ? err : total;
 }
-
-int proc_pid__start_time(int pid, uint64_t *ticks, int *ppid)
-{
-	char path[32], buf[1024];
-	const char *p;
-	uint64_t v;
-	ssize_t n;
-	int fd, i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	i = errno;
-	close(fd);
-	if (n < 0)
-		return -i;
-	buf[n > 0 ? n : 0] = 0;
-	/* comm may hold blanks and parentheses: the fields after it start at
-	 * the last ')'; ppid is the 2nd of them, starttime the 20th. */
-	p = strrchr(buf, ')');
-	for (i = 0; p && i < 2; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || (p++, parse_uint(&p, 10, &v)) || v > INT32_MAX)
-		return -EINVAL;
-	*ppid = (int)v;
-	for (i = 2; p && i < 20; i++)
-		p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
-	if (!p)
-		return -EINVAL;
-	return parse_uint(&p, 10, ticks);
-}

@@ -65,9 +65,4 @@ int proc_maps__for_each_exec_file(int pid,
 					    const char *path),
 				  void *ctx);
 
-/* The start time of process `pid` (/proc/PID/stat field 22, in clock
- * ticks since boot: a PID that names a younger process than expected was
- * reused) and its parent. 0 or -errno (-ENOENT: no such process). */
-int proc_pid__start_time(int pid, uint64_t *ticks, int *ppid);
-
 #endif /* SPTRACE_PROC_MAPS_H */

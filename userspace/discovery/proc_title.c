@@ -9,9 +9,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "proc_pid.h"
 #include "proc_title.h"
 
 size_t proc_title__from_cmdline(const char *raw, size_t n,
@@ -55,4 +57,15 @@ int proc_title__read(pid_t pid, char buf[PROC_TITLE_MAX])
 	if (err)
 		return err;
 	return proc_title__from_cmdline(raw, (size_t)n, buf) ? 0 : -ENOENT;
+}
+
+bool proc_title__inherited(pid_t pid, const char *title)
+{
+	char parent[PROC_TITLE_MAX];
+	uint64_t start;
+	int ppid;
+
+	if (proc_pid__start_time((int)pid, &start, &ppid) || ppid <= 1)
+		return false;
+	return !proc_title__read((pid_t)ppid, parent) && !strcmp(parent, title);
 }

@@ -8,6 +8,7 @@
 #ifndef SPTRACE_PROC_TITLE_H
 #define SPTRACE_PROC_TITLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,5 +28,11 @@ size_t proc_title__from_cmdline(const char *raw, size_t n,
 /* The title of process `pid` now. 0, or -errno: -ENOENT when it is gone
  * or has no cmdline (a zombie, a kernel thread). */
 int proc_title__read(pid_t pid, char buf[PROC_TITLE_MAX]);
+/*
+ * Is `title` (read from `pid`) still its parent's? A forked worker shows
+ * its parent's command line until it sets its own title (PostgreSQL does
+ * right after the fork): such a title is read again later.
+ */
+bool proc_title__inherited(pid_t pid, const char *title);
 
 #endif /* SPTRACE_PROC_TITLE_H */

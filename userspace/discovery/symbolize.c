@@ -261,7 +261,7 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-void symbolizer__name(struct symbolizer *sy, const struct addr_spaces *as,
+bool symbolizer__name(struct symbolizer *sy, const struct addr_spaces *as,
 		      pid_t pid, uint64_t addr, int ret, char *buf,
 		      size_t len)
 {
@@ -294,11 +294,11 @@ void symbolizer__name(struct symbolizer *sy, const struct addr_spaces *as,
 				snprintf(buf, len, "%s+0x%" PRIx64 " (%s)",
 					 sym->name, addr - sym->value,
 					 base_name(sy->exes[i].path));
-				return;
+				return true;
 			}
 		}
 		snprintf(buf, len, "0x%" PRIx64, addr);
-		return;
+		return false;
 	}
 	file = base_name(s->files[m->file].path);
 	off = look - m->start + m->pgoff;
@@ -314,7 +314,8 @@ void symbolizer__name(struct symbolizer *sy, const struct addr_spaces *as,
 			break;
 		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", sym->name,
 			 vaddr + (look != addr) - sym->value, file);
-		return;
+		return m->exec;
 	}
 	snprintf(buf, len, "%s+0x%" PRIx64, file, off + (look != addr));
+	return m->exec;
 }

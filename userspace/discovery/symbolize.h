@@ -10,6 +10,7 @@
 #ifndef SPTRACE_SYMBOLIZE_H
 #define SPTRACE_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,8 +46,12 @@ int symbolizer__add_exe(struct symbolizer *sy, pid_t pid, const char *path);
  * caller's call instruction is just before it), so the byte before it is
  * looked up: a call that ends a function names that function, not the
  * next. Never fails; a file that cannot be read gives "file+0xoff".
+ * Returns true when the address is code: in a mapping made executable,
+ * or in a position-dependent executable's text (symbolizer__add_exe).
+ * A "return address" that is not came from no real frame: a stack walked
+ * by frame pointers through code built without them.
  */
-void symbolizer__name(struct symbolizer *sy, const struct addr_spaces *as,
+bool symbolizer__name(struct symbolizer *sy, const struct addr_spaces *as,
 		      pid_t pid, uint64_t addr, int ret, char *buf,
 		      size_t len);
 

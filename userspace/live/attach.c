@@ -23,11 +23,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include <sptrace/query_abi.h>
@@ -35,26 +35,10 @@
 #include "elf_notes.h"
 #include "log.h"
 #include "proc_maps.h"
+#include "site_guard.h"
+#include "uprobe_multi.h"
 #include "usdt_args.h"
 #include "vec.h"
-
-/* Not in Debian 12's UAPI headers (Linux 6.1): Linux 6.6's values. */
-#define SP_BPF_TRACE_UPROBE_MULTI 48
-
-struct sp_uprobe_multi_attr {	/* union bpf_attr, link_create */
-	__u32 prog_fd;
-	__u32 target_fd;
-	__u32 attach_type;
-	__u32 flags;
-	__u64 path;
-	__u64 offsets;
-	__u64 ref_ctr_offsets;
-	__u64 cookies;
-	__u32 cnt;
-	__u32 um_flags;
-	__u32 pid;
-	__u32 pad;
-};
 
 void attach__prepare_multi(struct bpf_program *prog)
 {
@@ -80,12 +64,62 @@ static void link_destroy(struct sp_link *l)
 		close(l->fd);
 }
 
+/*
+ * Closing a uprobe link waits for an RCU grace period (the kernel's
+ * uprobe_unregister_sync()): 10 to 60 ms each, seconds on a loaded machine,
+ * and one after the other they were most of the time from the end of a
+ * trace to its report (6 links of a small program: 300 ms). Closed by
+ * several threads at once, the waits overlap (60 ms for the same 6).
+ */
+#define CLOSERS 16
+
+struct closing {
+	struct sp_link *links;
+	size_t n, next;
+	bool last;	/* this round closes the links marked last */
+};
+
+static void *close_links(void *arg)
+{
+	struct closing *c = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED)) < c->n)
+		if (c->links[i].last == c->last)
+			link_destroy(&c->links[i]);
+	return NULL;
+}
+
+static void close_round(struct sp_link *links, size_t n, bool last)
+{
+	struct closing c = { .links = links, .n = n, .last = last };
+	pthread_t t[CLOSERS];
+	size_t k, nt = 0;
+
+	while (n > 1 && nt < CLOSERS && nt < n &&
+	       !pthread_create(&t[nt], NULL, close_links, &c))
+		nt++;
+	close_links(&c);	/* what no thread took (none could start) */
+	for (k = 0; k < nt; k++)
+		pthread_join(t[k], NULL);
+}
+
+/* The links of close_last bindings go in a second round: sp:flush's
+ * drains then go on while the others detach, so that a host's records
+ * stamped before the disarm are drained, not overwritten by those it
+ * keeps writing once no flush drains (tests/e2e/test_batch.py,
+ * test_stop_while_flushing). */
+static void destroy_links(struct sp_link *links, size_t n)
+{
+	close_round(links, n, false);
+	close_round(links, n, true);
+}
+
 void attacher__destroy(struct attacher *a)
 {
 	size_t i;
 
-	for (i = 0; i < a->nlinks; i++)
-		link_destroy(&a->links[i]);
+	destroy_links(a->links, a->nlinks);
 	for (i = 0; i < a->nobjs; i++)
 		free(a->objs[i].path);
 	free(a->links);
@@ -129,7 +163,7 @@ int attach__cookie_from_args(const char *args, uint64_t *cookie)
 	n = usdt_args__parse(args, v, USDT_ARGS_MAX);
 	if (n < 0)
 		return n;
-	if (n > 8)
+	if (n > SP_COOKIE_MAX_ARGS)
 		return -EOPNOTSUPP;
 	for (i = 0; i < n; i++) {
 		if (v[i].kind != USDT_ARG_REG || v[i].size != 8)
@@ -166,6 +200,17 @@ static const struct probe_binding *binding_for(const struct probe_binding *b,
 	return NULL;
 }
 
+/* The binding of b that serves site s, NULL if none (another provider, or
+ * a probe no program serves). */
+static const struct probe_binding *bound(const struct attacher *a,
+					 const struct usdt_site *s,
+					 const struct probe_binding *b,
+					 size_t nb)
+{
+	return strcmp(s->provider, a->provider) ? NULL :
+						   binding_for(b, nb, s->name);
+}
+
 /* Does the file have the provider's flush site (a header with batching)? */
 static bool has_flush(const struct attacher *a, const struct usdt_file *f)
 {
@@ -184,13 +229,15 @@ static int push_link(struct attacher *a, struct bpf_link *link, int fd)
 		return -ENOMEM;
 	a->links[a->nlinks].link = link;
 	a->links[a->nlinks].fd = fd;
+	a->links[a->nlinks].last = false;
 	a->nlinks++;
 	return 0;
 }
 
-/* A site of the file that a bound program serves, with its cookie. */
+/* A site of the file that binding b serves, with its cookie. */
 static bool site_cookie(struct attacher *a, const char *path,
-			const struct usdt_site *s, uint64_t *cookie)
+			const struct usdt_site *s,
+			const struct probe_binding *b, uint64_t *cookie)
 {
 	if (attach__cookie_from_args(s->args, cookie)) {
 		sp_warn("%s: probe %s:%s at 0x%" PRIx64
@@ -199,6 +246,7 @@ static bool site_cookie(struct attacher *a, const char *path,
 		a->skipped_sites++;
 		return false;
 	}
+	*cookie |= b->cookie;
 	return true;
 }
 
@@ -245,7 +293,7 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 	uint64_t cookie;
 	int err;
 
-	if (!site_cookie(a, path, s, &cookie))
+	if (!site_cookie(a, path, s, b, &cookie))
 		return 0;
 	opts.bpf_cookie = cookie;
 	opts.ref_ctr_offset = watch_only(a, b) ? 0 : s->sema_offset;
@@ -267,10 +315,9 @@ static int attach_site(struct attacher *a, pid_t pid, const char *open_path,
 		bpf_link__destroy(link);
 		return err;
 	}
+	a->links[a->nlinks - 1].last = b->close_last;
 	return 1;
 }
-
-#define SP_BPF_F_UPROBE_MULTI_RETURN 1
 
 /* One uprobe_multi link: `n` offsets of `open_path`. fd or -errno. */
 static int multi_link(struct bpf_program *prog, pid_t pid,
@@ -278,21 +325,8 @@ static int multi_link(struct bpf_program *prog, pid_t pid,
 		      const uint64_t *refs, const uint64_t *cookies, size_t n,
 		      bool ret)
 {
-	struct sp_uprobe_multi_attr attr;
-	int fd;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_fd = (__u32)bpf_program__fd(prog);
-	attr.attach_type = SP_BPF_TRACE_UPROBE_MULTI;
-	attr.path = (__u64)(uintptr_t)open_path;
-	attr.offsets = (__u64)(uintptr_t)offs;
-	attr.ref_ctr_offsets = (__u64)(uintptr_t)refs;
-	attr.cookies = (__u64)(uintptr_t)cookies;
-	attr.cnt = (__u32)n;
-	attr.um_flags = ret ? SP_BPF_F_UPROBE_MULTI_RETURN : 0;
-	attr.pid = pid > 0 ? (__u32)pid : 0;
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-	return fd < 0 ? -errno : fd;
+	return uprobe_multi__link(bpf_program__fd(prog), pid, open_path, offs,
+				  refs, cookies, n, ret);
 }
 
 /* Every site of `prog`'s probe in f as one uprobe_multi link. Returns the
@@ -318,7 +352,7 @@ static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 		uint64_t cookie;
 
 		if (strcmp(s->provider, a->provider) || strcmp(s->name, probe) ||
-		    !site_cookie(a, path, s, &cookie))
+		    !site_cookie(a, path, s, b, &cookie))
 			continue;
 		offs[n] = s->pc_offset;
 		refs[n] = watch_only(a, b) ? 0 : s->sema_offset;
@@ -346,11 +380,85 @@ static int attach_multi(struct attacher *a, pid_t pid, const char *open_path,
 	err = push_link(a, NULL, fd);
 	if (err)
 		close(fd);
+	else
+		a->links[a->nlinks - 1].last = b->close_last;
 out:
 	free(offs);
 	free(refs);
 	free(cookies);
 	return err ? err : (int)n;
+}
+
+/* Site i of f dropped: it will not be attached. */
+static void drop_site(struct usdt_file *f, size_t i)
+{
+	struct usdt_site *s = &f->sites[i];
+
+	free(s->provider);
+	free(s->name);
+	free(s->args);
+	memmove(s, s + 1, (f->nsites - i - 1) * sizeof(*s));
+	f->nsites--;
+}
+
+/*
+ * Before f's sites bound in b are attached: the ones on a 5-byte nop made
+ * safe for the target's forked children (site_guard.c): pinned, or moved
+ * onto the lea before the nop; one that can be neither is dropped, said
+ * and counted. Release g once the links are made. 0 or -errno (said).
+ */
+static int guard_sites(struct attacher *a, const char *open_path,
+		       const char *path, struct usdt_file *f,
+		       const struct probe_binding *b, size_t nb,
+		       struct site_guard *g)
+{
+	uint64_t *offs, *refs;
+	size_t *which, i, n = 0;
+	int err = -ENOMEM;
+
+	offs = calloc(f->nsites + 1, sizeof(*offs));
+	refs = calloc(f->nsites + 1, sizeof(*refs));
+	which = calloc(f->nsites + 1, sizeof(*which));
+	if (!offs || !refs || !which)
+		goto out;
+	for (i = 0; i < f->nsites; i++) {
+		const struct usdt_site *s = &f->sites[i];
+		const struct probe_binding *bs = bound(a, s, b, nb);
+
+		if (!bs)
+			continue;
+		offs[n] = s->pc_offset;
+		refs[n] = watch_only(a, bs) ? 0 : s->sema_offset;
+		which[n++] = i;
+	}
+	err = site_guard__prepare(open_path, path, offs, refs, n, true, g);
+	if (err)
+		goto out;
+	/* Backwards: dropping a site moves the ones after it. */
+	for (i = n; i-- > 0;) {
+		struct usdt_site *s = &f->sites[which[i]];
+
+		if (offs[i] != SITE_GUARD_DROP) {
+			s->pc_offset = offs[i];
+			continue;
+		}
+		sp_warn("%s: probe %s:%s at 0x%" PRIx64
+			" is a 5-byte nop without sp_probe.h's lea before it: on this kernel a uprobe there kills forked children; site skipped",
+			path, s->provider, s->name, s->pc_vaddr);
+		a->skipped_sites++;
+		drop_site(f, which[i]);
+	}
+	if (g->pinned)
+		sp_info("%s: %zu per-event 5-byte-nop sites pinned to the trap path in %.1f ms (forked children keep running them)",
+			path, g->pinned, (double)g->pin_ns / 1e6);
+	if (g->moved)
+		sp_info("%s: %zu per-event sites probed at the lea before their nop (single-stepped: forked children keep running them)",
+			path, g->moved);
+out:
+	free(offs);
+	free(refs);
+	free(which);
+	return err;
 }
 
 static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
@@ -368,6 +476,7 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	struct attached_obj *o;
 	struct stat st;
 	int err;
+	struct site_guard guard = { .fd = -1 };
 
 	if (a->any_pid)
 		pid = -1;
@@ -388,6 +497,9 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 		a->before_batched(a->before_batched_ctx);
 	b = batched ? a->batch_bindings : a->bindings;
 	nb = batched ? a->nbatch : a->nbindings;
+	err = guard_sites(a, open_path, path, f, b, nb, &guard);
+	if (err)
+		goto rollback;
 	for (i = 0; a->multi && i < nb; i++) {
 		err = attach_multi(a, pid, open_path, path, f, &b[i]);
 		if (err < 0)
@@ -396,11 +508,8 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 	}
 	for (i = 0; !a->multi && i < f->nsites; i++) {
 		const struct usdt_site *s = &f->sites[i];
-		const struct probe_binding *bs;
+		const struct probe_binding *bs = bound(a, s, b, nb);
 
-		if (strcmp(s->provider, a->provider))
-			continue;
-		bs = binding_for(b, nb, s->name);
 		if (!bs)
 			continue;
 		err = attach_site(a, pid, open_path, path, s, bs);
@@ -440,11 +549,13 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 				(int)pid, path, n, mode);
 	}
 	usdt_file__free(f);
+	site_guard__release(&guard);	/* the real links hold the sites */
 	return (int)n;
 
 rollback:
 	rollback(a, first);
 	usdt_file__free(f);
+	site_guard__release(&guard);
 	/* Remembered with no links: the next loader stop of the same
 	 * process does not fail (and report) the same way again. */
 	if (err != -ENOMEM)
@@ -502,6 +613,8 @@ int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
 			   struct bpf_program *entry, struct bpf_program *ret)
 {
 	size_t first = a->nlinks, i, k;
+	struct site_guard g = { .fd = -1 };
+	uint64_t *safe;
 	struct stat st;
 	int err = 0, fd;
 
@@ -511,6 +624,23 @@ int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
 		return -errno;
 	if (find_obj(a, pid, st.st_dev, st.st_ino) || !n)
 		return 0;
+	/* A function compiled with a patchable entry starts with a 5-byte
+	 * nop: its entry probe needs the guard of any such site. */
+	safe = malloc(n * sizeof(*safe));
+	if (!safe)
+		return -ENOMEM;
+	memcpy(safe, offsets, n * sizeof(*safe));
+	err = site_guard__prepare(open_path, path, safe, NULL, n, false, &g);
+	free(safe);
+	if (!err && g.dropped) {
+		sp_err("%s: %zu --func functions start with a 5-byte nop, which this kernel's uprobes make unsafe for forked children; refused",
+		       path, g.dropped);
+		err = -EOPNOTSUPP;
+	}
+	if (err) {
+		site_guard__release(&g);
+		return err;	/* said */
+	}
 	for (k = 0; k < 2 && !err; k++) {
 		struct bpf_program *prog = k ? ret : entry;
 
@@ -534,6 +664,7 @@ int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
 	}
 	if (!err && !add_obj(a, pid, &st, path, first))
 		err = -ENOMEM;
+	site_guard__release(&g);
 	if (err) {
 		if (err != -ESRCH)
 			sp_err("%s: cannot attach --func probes to %zu functions: %s",

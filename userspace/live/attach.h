@@ -15,10 +15,16 @@
 struct bpf_program;
 struct bpf_link;
 
-/* Which BPF program serves the probe sp:<name>. */
+/* Which BPF program serves the probe sp:<name>. `cookie` goes into the
+ * attach cookie of each of its sites beside the argument registers: for a
+ * program that serves several probe names, which one fired (query_abi.h,
+ * SP_COOKIE_OF_EVENT); 0 for a program of one name. `close_last`: its
+ * links are closed after the attacher's others (see attacher__destroy()). */
 struct probe_binding {
 	const char *name;
 	struct bpf_program *prog;
+	uint64_t cookie;
+	bool close_last;
 };
 
 /* One attachment: a libbpf link (per-site uprobe) or the fd of a
@@ -26,6 +32,7 @@ struct probe_binding {
 struct sp_link {
 	struct bpf_link *link;
 	int fd;
+	bool last;		/* closed after the others */
 };
 
 struct attached_obj {
@@ -70,7 +77,8 @@ struct attacher {
 void attacher__init(struct attacher *a, const char *provider,
 		    const struct probe_binding *bindings, size_t nbindings,
 		    bool multi);
-/* Detaches everything (semaphores drop back through the kernel). */
+/* Detaches everything (semaphores drop back through the kernel): the links
+ * of close_last bindings once the others are closed. */
 void attacher__destroy(struct attacher *a);
 
 /*

@@ -19,25 +19,31 @@
 #include "dl_watch.skel.h"
 #include "elf_notes.h"
 #include "log.h"
+#include "name_locator.h"
 #include "proc_maps.h"
+#include "stop_release.h"
 
 #define DEFAULT_INTERP "/lib64/ld-linux-x86-64.so.2"
 
-int dl_watch__open(struct dl_watch *w, bool stop)
+int dl_watch__open(struct dl_watch *w, const struct stop_release *stops)
 {
 	int err;
 
 	memset(w, 0, sizeof(*w));
-	w->stop = stop;
+	w->stop = stops != NULL;
 	w->skel = dl_watch_bpf__open();
 	if (!w->skel)
 		return -errno;
-	w->skel->rodata->stop = stop;
+	w->skel->rodata->stop = w->stop;
 	/* The follow-mode maps, unused: as small as they can be. */
 	err = bpf_map__set_max_entries(w->skel->maps.followed, 1);
 	if (!err)
 		err = bpf_map__set_max_entries(w->skel->maps.follow_events,
 					       (uint32_t)getpagesize());
+	if (!err)
+		err = stop_release__use(stops, w->skel->maps.stop_held,
+					w->skel->maps.stop_released,
+					w->skel->maps.stop_ctl);
 	if (!err)
 		err = dl_watch_bpf__load(w->skel);
 	if (err) {
@@ -47,8 +53,8 @@ int dl_watch__open(struct dl_watch *w, bool stop)
 	return err;
 }
 
-int dl_watch__open_follow(struct dl_watch *w, int followed_fd, int events_fd,
-			  int errors_fd)
+int dl_watch__open_follow(struct dl_watch *w, const struct stop_release *stops,
+			  int followed_fd, int events_fd, int errors_fd)
 {
 	int err;
 
@@ -66,12 +72,49 @@ int dl_watch__open_follow(struct dl_watch *w, int followed_fd, int events_fd,
 	if (!err)
 		err = bpf_map__reuse_fd(w->skel->maps.follow_errors, errors_fd);
 	if (!err)
+		err = stop_release__use(stops, w->skel->maps.stop_held,
+					w->skel->maps.stop_released,
+					w->skel->maps.stop_ctl);
+	if (!err)
 		err = dl_watch_bpf__load(w->skel);
 	if (err) {
 		dl_watch_bpf__destroy(w->skel);
 		w->skel = NULL;
 	}
 	return err;
+}
+
+void dl_watch__locate_names(struct dl_watch *w, struct name_locator *l)
+{
+	w->names = l;
+}
+
+/* Keeps link in links[*n] (one more), or destroys it. 0 or -ENOMEM. */
+static int add_link(struct bpf_link ***links, size_t *n, struct bpf_link *link)
+{
+	struct bpf_link **v;
+
+	v = realloc(*links, (*n + 1) * sizeof(*v));
+	if (!v) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	*links = v;
+	v[(*n)++] = link;
+	return 0;
+}
+
+/* The name locator beside the watch at `off` of `loader`, with _r_debug's
+ * distance from _dl_debug_state (vaddr) as its cookie. Best effort: the
+ * names are read from snapshots without it. */
+static void attach_locate(struct dl_watch *w, pid_t pid, const char *loader,
+			  uint64_t vaddr, uint64_t off)
+{
+	uint64_t r_debug;
+
+	if (w->names && !elf_object_vaddr(loader, "_r_debug", &r_debug))
+		name_locator__attach_unloads(w->names, pid, loader, off,
+					     r_debug - vaddr);
 }
 
 /* Follow mode: is this loader file watched already? Records it if not. */
@@ -132,7 +175,7 @@ int dl_watch__attach(struct dl_watch *w, pid_t pid, const char *exe)
 {
 	struct usdt_file *f = NULL;
 	char loader[PATH_MAX];
-	struct bpf_link *link, **v;
+	struct bpf_link *link;
 	uint64_t vaddr, off;
 	unsigned int bad;
 	bool seen;
@@ -164,14 +207,10 @@ int dl_watch__attach(struct dl_watch *w, pid_t pid, const char *exe)
 					  pid, loader, off);
 	if (!link)
 		return -errno;
-	v = realloc(w->links, (w->nlinks + 1) * sizeof(*v));
-	if (!v) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
-	}
-	w->links = v;
-	w->links[w->nlinks++] = link;
-	return 0;
+	err = add_link(&w->links, &w->nlinks, link);
+	if (!err)
+		attach_locate(w, pid, loader, vaddr, off);
+	return err;
 }
 
 static uint32_t events(const struct dl_watch *w)

@@ -12,7 +12,9 @@
 #include <sys/types.h>
 
 struct dl_watch_bpf;
+struct name_locator;
 struct bpf_link;
+struct stop_release;
 
 struct dl_watch {
 	struct dl_watch_bpf *skel;
@@ -24,14 +26,21 @@ struct dl_watch {
 	 * loader files attached (st_dev, st_ino). */
 	bool follow;
 	struct { uint64_t dev, ino; } *loaders;
+	/* Locates names before a library is unmapped; NULL: none. */
+	struct name_locator *names;
 };
 
-/* Loads the watcher; stop: SIGSTOP the process at each event. */
-int dl_watch__open(struct dl_watch *w, bool stop);
+/* Loads the watcher; stops (SIGSTOP of the process at each event) through
+ * `stops` if given (open), else it only counts. */
+int dl_watch__open(struct dl_watch *w, const struct stop_release *stops);
 /* Loads the watcher in follow mode (bpf/dl_watch.bpf.c): stops followed
- * processes and reports them through follow.bpf.c's maps, given as fds. */
-int dl_watch__open_follow(struct dl_watch *w, int followed_fd, int events_fd,
-			  int errors_fd);
+ * processes through `stops` and reports them through follow.bpf.c's maps,
+ * given as fds. */
+int dl_watch__open_follow(struct dl_watch *w, const struct stop_release *stops,
+			  int followed_fd, int events_fd, int errors_fd);
+/* Before dl_watch__attach(): at each unload, the query names BPF could not
+ * read are located in their files by `l` (name_locator.h). */
+void dl_watch__locate_names(struct dl_watch *w, struct name_locator *l);
 /* Watches the dynamic loader of `pid`: the interpreter named by the ELF
  * file `exe` (a command about to exec), or, with exe NULL, the loader the
  * running process maps. 0, -ENOENT when it has none (static), or -errno. */

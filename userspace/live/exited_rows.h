@@ -22,10 +22,15 @@ struct tracked_proc {
 	uint64_t start;		/* /proc/PID/stat starttime: tells reuse */
 	char comm[17];		/* "" if it exited before it was seen */
 	char *exe;		/* owned; "" if unknown */
-	/* Owned; "" if unknown. Taken once, at first sight: a label that
-	 * changed with the process's state would start a new series. */
+	/* Owned; "" if unknown. Taken once, the first title the process set
+	 * (see title_inherited): a label that changed with the process's
+	 * state would start a new series. */
 	char *title;
 	bool alive;
+	/* The title at first sight was its parent's (a PostgreSQL backend
+	 * before it sets its own): read again at each read until it
+	 * changes, then kept. */
+	bool title_inherited;
 	bool evicted;		/* its rows are in the accumulator */
 	uint64_t dead_ns;	/* CLOCK_MONOTONIC when seen gone */
 };
@@ -45,6 +50,8 @@ struct exited_rows {
 	uint32_t *folded;
 	size_t nfolded, folded_cap;
 	uint64_t next_scan_ns;
+	uint64_t next_read_ns;		/* exited_rows__tick() */
+	bool churn;			/* the last read evicted rows */
 	/* Another provider (--mem) names its rows through the session's
 	 * snapshots: keep those of exited processes. */
 	bool keep_spaces;
@@ -66,6 +73,17 @@ int exited_rows__read(struct exited_rows *f, struct summary *out);
  * so that one exiting before the next read keeps its labels. 0 or
  * -ENOMEM. */
 int exited_rows__poll(struct exited_rows *f);
+/*
+ * A one-shot run (sptrace -d N, Ctrl-C, a command): as exited_rows__poll(),
+ * and every `period_ns` a read whose figures are dropped, which moves the
+ * rows of processes gone out of the maps, so connection churn never fills
+ * them; every tenth of it while processes exit (the last read evicted
+ * some). 0 or -errno (reported).
+ */
+int exited_rows__tick(struct exited_rows *f, uint64_t period_ns);
+/* The run's figures added to `out` (per pid or not, as `out` is): a last
+ * exited_rows__read(), the rows of exited processes included. */
+int exited_rows__collect(struct exited_rows *f, struct summary *out);
 /* The process `pid`, or NULL. */
 const struct tracked_proc *exited_rows__proc(const struct exited_rows *f, uint32_t pid);
 /* Processes alive at the last read. */

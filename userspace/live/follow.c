@@ -2,7 +2,8 @@
 /*
  * --follow, userspace side: loads bpf/follow.bpf.c, seeds `followed` with
  * the command, and turns its ring buffer into calls of the session's
- * handler, each followed by the SIGCONT that ends the stop.
+ * handler, each followed by the SIGCONT that ends the stop (through
+ * stop_release.c, whose releaser ends it if sptrace dies first).
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include "follow.skel.h"
 #include "log.h"
 #include "privileges.h"
+#include "stop_release.h"
 
 static int on_event(void *ctx, void *data, size_t len)
 {
@@ -27,20 +29,27 @@ static int on_event(void *ctx, void *data, size_t len)
 	/* Stopped before SIGCONT, or its stop still pending: SIGCONT
 	 * discards a pending stop, so either way it runs on, attached. */
 	if (e->kind == SP_FOLLOW_EXEC || e->kind == SP_FOLLOW_DL)
-		kill((pid_t)e->tgid, SIGCONT);
+		stop_release__continue(f->stops, (pid_t)e->tgid);
 	return 0;
 }
 
-int follow__open(struct follow *f, follow_event_fn fn, void *ctx)
+int follow__open(struct follow *f, const struct stop_release *stops,
+		 follow_event_fn fn, void *ctx)
 {
 	int err;
 
 	memset(f, 0, sizeof(*f));
 	f->fn = fn;
 	f->ctx = ctx;
-	f->skel = follow_bpf__open_and_load();
-	if (!f->skel) {
+	f->stops = stops;
+	f->skel = follow_bpf__open();
+	if (!f->skel)
 		err = -errno;
+	else if (!(err = stop_release__use(stops, f->skel->maps.stop_held,
+					   f->skel->maps.stop_released,
+					   f->skel->maps.stop_ctl)))
+		err = follow_bpf__load(f->skel);
+	if (err) {
 		privileges__explain_load_error(err, "the --follow BPF program");
 		return err;
 	}

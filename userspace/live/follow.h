@@ -15,9 +15,10 @@
 struct follow_bpf;
 struct ring_buffer;
 struct bpf_link;
+struct stop_release;
 
 /* A followed process stopped (exec, loader) or forked; for a stop, the
- * handler attaches and follow.c sends SIGCONT after it returns. */
+ * handler attaches and follow.c continues it after it returns. */
 typedef void (*follow_event_fn)(void *ctx, const struct sp_follow_event *e);
 
 struct follow {
@@ -26,11 +27,13 @@ struct follow {
 	struct bpf_link *links[3];
 	follow_event_fn fn;
 	void *ctx;
+	const struct stop_release *stops;	/* continues what we stop */
 };
 
-/* Loads the programs and attaches the fork, exec and exit tracepoints.
- * 0 or -errno (reported). */
-int follow__open(struct follow *f, follow_event_fn fn, void *ctx);
+/* Loads the programs and attaches the fork, exec and exit tracepoints;
+ * their stops go through `stops` (open). 0 or -errno (reported). */
+int follow__open(struct follow *f, const struct stop_release *stops,
+		 follow_event_fn fn, void *ctx);
 /* Follows `pid` (the command, before it execs). 0 or -errno. */
 int follow__add(struct follow *f, pid_t pid);
 /* Is pid in the followed set? */

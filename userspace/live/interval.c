@@ -360,10 +360,11 @@ static int ticker_poll(void *ctx)
 	err = exited_rows__poll(&t->rows);
 	if (err)
 		return err;
-	/* session__run() calls once more after it stopped, to drain what was
-	 * counted: that is the final tick's, whatever the grid says (a tick
-	 * here would be a late one, leaving the final tick empty). */
-	if (now < t->next_ns || t->ss->stop_ns)
+	/* In the wait loop's last round (the command, or every target, has
+	 * exited, or a signal asked to stop) what is left is the final
+	 * tick's, whatever the grid says: a tick here would be a late one,
+	 * leaving the final tick empty. */
+	if (now < t->next_ns || t->ss->ending || t->ss->stop_ns)
 		return 0;
 	/* The next tick on the original grid, skipping missed ones. */
 	while (t->next_ns <= now)

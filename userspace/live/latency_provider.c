@@ -40,6 +40,7 @@
 #include "parse.h"
 #include "privileges.h"
 #include "proc_maps.h"
+#include "proc_pid.h"
 #include "vec.h"
 
 _Static_assert(sizeof(struct sp_lat_name_key) == 16, "sp_lat_name_key layout");
@@ -178,7 +179,8 @@ static int lp_load(void *ctx, const struct session_opts *o)
 		privileges__explain_load_error(err, "the latency BPF program");
 		return err;
 	}
-	lp->binding = (struct probe_binding){ "mark", lp->skel->progs.lat_mark };
+	lp->binding = (struct probe_binding){ .name = "mark",
+					      .prog = lp->skel->progs.lat_mark };
 	attacher__init(&lp->att, "sp", &lp->binding, 1, lp->multi);
 	return 0;
 }
@@ -416,24 +418,6 @@ static int usdt_attach_pid(struct latency_provider *lp, pid_t pid,
 
 /* ---- session hooks ------------------------------------------------------- */
 
-static const char *comm_of(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		n = 0;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return buf[0] ? buf : "?";
-}
-
 /* Each endpoint is in the process, and marks have sites there. */
 static int check_pid(const struct latency_provider *lp, pid_t pid,
 		     const size_t found[2], int mark_sites)
@@ -443,7 +427,7 @@ static int check_pid(const struct latency_provider *lp, pid_t pid,
 
 	if (any_mark(lp) && !mark_sites) {
 		sp_err("pid %d (%s): no SP_MARK sites in its executable or libraries (instrument it with probes/sp_probe.h)",
-		       (int)pid, comm_of(pid, comm, sizeof(comm)));
+		       (int)pid, proc_pid__comm((int)pid, comm, sizeof(comm)));
 		return -EINVAL;
 	}
 	for (i = 0; i < 2; i++) {
@@ -453,11 +437,11 @@ static int check_pid(const struct latency_provider *lp, pid_t pid,
 			continue;
 		if (e->kind == LAT_MARK)
 			sp_err("pid %d (%s): mark name '%s' (%s) not found in its executable or libraries (SP_MARK names are found as string literals; check the spelling)",
-			       (int)pid, comm_of(pid, comm, sizeof(comm)),
+			       (int)pid, proc_pid__comm((int)pid, comm, sizeof(comm)),
 			       e->name, i ? "--to" : "--from");
 		else
 			sp_err("pid %d (%s): no probe %s:%s (%s) in its executable or libraries (sptrace list -p %d shows its probes)",
-			       (int)pid, comm_of(pid, comm, sizeof(comm)),
+			       (int)pid, proc_pid__comm((int)pid, comm, sizeof(comm)),
 			       e->provider, e->name, i ? "--to" : "--from",
 			       (int)pid);
 		return -EINVAL;

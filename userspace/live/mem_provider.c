@@ -26,6 +26,7 @@
 #include "log.h"
 #include "mem.skel.h"
 #include "mem_provider.h"
+#include "site_guard.h"
 #include "privileges.h"
 #include "proc_maps.h"
 #include "vec.h"
@@ -44,6 +45,8 @@ _Static_assert(sizeof(struct sp_mem_call) == 40, "sp_mem_call layout");
 _Static_assert(offsetof(struct sp_mem_call, fn) == 24, "sp_mem_call layout");
 _Static_assert(sizeof(struct sp_mem_thread_name) == 16 + SP_MEM_THREAD_NAME_LEN,
 	       "sp_mem_thread_name layout");
+_Static_assert(sizeof(struct sp_mem_type_key) == 16, "sp_mem_type_key layout");
+_Static_assert(SP_MEM_TYPE_NAME_LEN == SP_NAME_LEN, "type names as query names");
 
 static const struct {
 	const char *sym;
@@ -127,10 +130,12 @@ static int mp_load(void *ctx, const struct session_opts *o)
 	/* Frees first: a library attached while armed then misses at worst
 	 * an allocation (whose free is counted as unknown), never a free
 	 * that would leave an allocation live forever. */
-	b[0] = (struct probe_binding){ "free", mp->skel->progs.sp_free };
-	b[1] = (struct probe_binding){ "alloc", mp->skel->progs.sp_alloc };
-	b[2] = (struct probe_binding){ "thread_name",
-				       mp->skel->progs.sp_thread_name };
+	b[0] = (struct probe_binding){ .name = "free",
+				       .prog = mp->skel->progs.sp_free };
+	b[1] = (struct probe_binding){ .name = "alloc",
+				       .prog = mp->skel->progs.sp_alloc };
+	b[2] = (struct probe_binding){ .name = "thread_name",
+				       .prog = mp->skel->progs.sp_thread_name };
 	attacher__init(&mp->att, "sp", b, 3, mp->multi);
 	return 0;
 }
@@ -149,12 +154,28 @@ static int attach_one(struct mem_provider *mp, struct bpf_program *prog,
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
 		    .bpf_cookie = cookie);
+	struct site_guard g;
 	struct bpf_link *l;
+	uint64_t at = off;
 	int err;
 
+	/* An allocator built with patchable entries starts with a 5-byte
+	 * nop: a uprobe there needs the guard of any such site. */
+	err = site_guard__prepare(open_path, path, &at, NULL, 1, false, &g);
+	if (!err && g.dropped) {
+		sp_err("pid %d: %s: %s starts with a 5-byte nop, which this kernel's uprobes make unsafe for forked children; refused",
+		       (int)pid, path, sym);
+		err = -EOPNOTSUPP;
+	}
+	if (err) {
+		site_guard__release(&g);
+		return err;	/* said */
+	}
 	l = bpf_program__attach_uprobe_opts(prog, pid, open_path, off, &opts);
-	if (!l) {
+	if (!l)
 		err = -errno;
+	site_guard__release(&g);
+	if (!l) {
 		sp_err("pid %d: %s: cannot attach to %s%s at 0x%" PRIx64 ": %s",
 		       (int)pid, path, sym, ret ? " (return)" : "", off,
 		       strerror(-err));
@@ -195,6 +216,22 @@ static uint64_t free_probe_offset(const char *open_path, uint64_t off)
 	return off;
 }
 
+/*
+ * The cookie of free's probe: the extent of the code around it, bytes
+ * before in the low 32 bits and after in the high 32, for heap_free to
+ * tell a call from libc itself (bpf/mem.bpf.c). 0 (no such call known)
+ * if the segment cannot be read or is over 4 GiB.
+ */
+static uint64_t free_cookie(const char *open_path, uint64_t off)
+{
+	uint64_t before, after;
+
+	if (elf_exec_extent(open_path, off, &before, &after) ||
+	    before > UINT32_MAX || after > UINT32_MAX)
+		return 0;
+	return after << 32 | before;
+}
+
 static bool obj_attached(const struct mem_provider *mp, pid_t pid,
 			 uint64_t dev, uint64_t ino)
 {
@@ -214,7 +251,7 @@ static bool obj_attached(const struct mem_provider *mp, pid_t pid,
 static int attach_heap_file(struct mem_provider *mp, pid_t pid,
 			    const char *open_path, const char *path)
 {
-	uint64_t off[NHEAP_FNS], vaddr;
+	uint64_t off[NHEAP_FNS], vaddr, tls_dtors;
 	bool have[NHEAP_FNS];
 	size_t i, j, first = mp->nlinks;
 	struct mem_heap_obj *v;
@@ -247,12 +284,23 @@ static int attach_heap_file(struct mem_provider *mp, pid_t pid,
 					 off[i], false, heap_fns[i].fn);
 		n += 2;
 	}
-	if (!err)
+	if (!err) {
+		uint64_t at = free_probe_offset(open_path, off[NHEAP_FNS - 1]);
+
 		err = attach_one(mp, mp->skel->progs.heap_free, pid, open_path,
-				 path, "free",
-				 free_probe_offset(open_path, off[NHEAP_FNS - 1]),
-				 false, SP_MEM_FN_FREE);
+				 path, "free", at, false,
+				 free_cookie(open_path, at));
+	}
 	n++;
+	/* The start of a thread's teardown (glibc; see bpf/mem.bpf.c): the
+	 * frees of libc's own cleanup that follow are not the program's. */
+	if (!err && !elf_symbol_offset(open_path, "__call_tls_dtors", &vaddr,
+				       &tls_dtors)) {
+		err = attach_one(mp, mp->skel->progs.thread_teardown, pid,
+				 open_path, path, "__call_tls_dtors", tls_dtors,
+				 false, 0);
+		n++;
+	}
 	if (!err) {
 		v = realloc(mp->objs, (mp->nobjs + 1) * sizeof(*v));
 		if (!v)
@@ -454,9 +502,21 @@ static void figures_of(const struct sp_mem_stats *v, uint64_t n,
 	scale(f, n);
 }
 
-static const char *type_name(const struct session *ss, uint32_t tgid,
-			     uint64_t name, char *buf, size_t len)
+/* The name the kernel captured when the type's row was made (the only copy
+ * of a name made at run time once its process exited), else the string
+ * read from the file or the process. */
+static const char *type_name(struct mem_provider *mp, const struct session *ss,
+			     uint32_t tgid, uint64_t name, char *buf, size_t len)
 {
+	struct sp_mem_type_key key = { .name = name, .tgid = tgid };
+	struct sp_mem_type_name tn;
+
+	if (!bpf_map_lookup_elem(bpf_map__fd(mp->skel->maps.type_names), &key,
+				 &tn) && tn.str[0]) {
+		tn.str[sizeof(tn.str) - 1] = 0;
+		snprintf(buf, len, "%s", tn.str);
+		return buf;
+	}
 	if (addr_spaces__read_str(&ss->spaces, (pid_t)tgid, name, buf, len) ||
 	    !buf[0])
 		snprintf(buf, len, "<unreadable type name 0x%" PRIx64
@@ -506,7 +566,7 @@ static int read_rows(struct mem_provider *mp, const struct session *ss,
 				thread_name(mp, ss, key.tid, &v, tname,
 					    sizeof(tname)),
 				key.src == SP_MEM_HEAP ? NULL
-				: type_name(ss, key.tgid, key.name, name,
+				: type_name(mp, ss, key.tgid, key.name, name,
 					    sizeof(name)), &f);
 		} else if (key.src == SP_MEM_HEAP) {
 			r->heap.allocs += f.allocs;
@@ -517,11 +577,29 @@ static int read_rows(struct mem_provider *mp, const struct session *ss,
 			r->heap.live_bytes += f.live_bytes;
 			r->heap.peak_live_bytes += f.peak_live_bytes;
 		} else {
-			err = mem_report__add_type(r, type_name(ss, key.tgid,
+			err = mem_report__add_type(r, type_name(mp, ss, key.tgid,
 				key.name, name, sizeof(name)), &f);
 		}
 	}
 	return err;
+}
+
+/*
+ * A stack is walked by the kernel through frame pointers. In code built
+ * without them (gcc -O2's default) the walk reads whatever the register
+ * held (a double, 0x3fd3333333333333 for 0.3) as the next return address:
+ * a "frame" that is no code. Such a stack is cut at the first of them,
+ * its call site (taken exactly, at the allocator's return or the probe)
+ * kept, and said once: frames past it would be garbage shown as real.
+ */
+static void tell_cut(struct mem_provider *mp, uint64_t cut, const char *site,
+		     uint64_t bad)
+{
+	if (!cut || mp->told_cut)
+		return;
+	mp->told_cut = true;
+	sp_warn("%" PRIu64 " allocation stack%s went on from a call site (%s) to 0x%" PRIx64 ", which is no code: the program has no frame pointers, so such stacks are shown as their call site only (build it with -fno-omit-frame-pointer for whole stacks)",
+		cut, cut == 1 ? "" : "s", site, bad);
 }
 
 static int read_sites(struct mem_provider *mp, const struct session *ss,
@@ -531,8 +609,9 @@ static int read_sites(struct mem_provider *mp, const struct session *ss,
 	int sfd = bpf_map__fd(mp->skel->maps.stacks);
 	struct sp_mem_site_key key, next, *prev = NULL;
 	__u64 ips[SP_MEM_STACK_DEPTH];
-	char name[SP_NAME_LEN], frame[512];
+	char name[SP_NAME_LEN], frame[512], site[512] = "";
 	struct sp_mem_site v;
+	uint64_t cut = 0, bad = 0;
 
 	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
 		unsigned int i, n = 0;
@@ -552,10 +631,19 @@ static int read_sites(struct mem_provider *mp, const struct session *ss,
 			/* A typed site's first address is the probe itself;
 			 * every other one (and a heap site's first, taken
 			 * at malloc's return) is a return address. */
-			symbolizer__name(&mp->sym, &ss->spaces,
-					 (pid_t)key.tgid, ips[i],
-					 i || key.src == SP_MEM_HEAP, frame,
-					 sizeof(frame));
+			bool code = symbolizer__name(&mp->sym, &ss->spaces,
+						     (pid_t)key.tgid, ips[i],
+						     i || key.src == SP_MEM_HEAP,
+						     frame, sizeof(frame));
+
+			if (i && !code) {	/* the walk left real frames */
+				if (!cut++) {
+					bad = ips[i];
+					snprintf(site, sizeof(site), "%s",
+						 frames[n - 1]);
+				}
+				break;
+			}
 			frames[n] = strdup(frame);
 			if (!frames[n]) {
 				err = -ENOMEM;
@@ -571,10 +659,12 @@ static int read_sites(struct mem_provider *mp, const struct session *ss,
 		}
 		err = mem_report__add_site(r, frames, n,
 			key.src == SP_MEM_HEAP ? NULL
-			: type_name(ss, key.tgid, key.name, name, sizeof(name)),
+			: type_name(mp, ss, key.tgid, key.name, name, sizeof(name)),
 			v.allocs * r->sampled, v.alloc_bytes * r->sampled,
 			v.live * r->sampled, v.live_bytes * r->sampled);
 	}
+	if (!err)
+		tell_cut(mp, cut, site, bad);
 	return err;
 }
 

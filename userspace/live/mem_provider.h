@@ -46,6 +46,7 @@ struct mem_provider {
 	struct mem_heap_obj *objs;
 	size_t nobjs;
 	bool heap_traced;		/* some allocator attached */
+	bool told_cut;			/* stacks cut at no code: said */
 	struct symbolizer sym;
 };
 

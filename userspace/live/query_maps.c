@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 #include "addr_space.h"
 #include "log.h"
+#include "pg_text.h"
 #include <sptrace/query_abi.h>
 #include <sptrace/tsc_map.h>	/* the .bss of query.skel.h */
 #include "query.skel.h"
@@ -36,6 +37,8 @@ _Static_assert(offsetof(struct sp_thread_stack, frames) == 16,
 _Static_assert(sizeof(struct sp_frame) == 40, "sp_frame layout");
 _Static_assert(sizeof(struct sp_thread_name) == 8 + SP_THREAD_NAME_LEN,
 	       "sp_thread_name layout");
+_Static_assert(sizeof(struct sp_async_key) == 24, "sp_async_key layout");
+_Static_assert(sizeof(struct sp_async_busy) == 16, "sp_async_busy layout");
 
 struct name_entry {
 	struct sp_query_key key;	/* tgid 0: a free slot */
@@ -59,6 +62,7 @@ struct query_names {
 struct name_table {
 	struct query_names *c;
 	int fd;				/* the `names` map */
+	int key_fd;			/* `key_rows`: --query-keys rows */
 	size_t misses;			/* looked up one by one, this read */
 	query_tag_name_fn tag_name;	/* --func, --query rows */
 	void *tag_ctx;
@@ -306,10 +310,21 @@ static struct name_entry *name_add(struct name_table *t,
 
 	if (e)
 		return e;
+	/* Not read by BPF: where BPF located it (a library since unloaded
+	 * and its addresses reused: the snapshot would name the new
+	 * occupant), else at its address. */
+	if (!val->str[0]) {
+		struct sp_name_loc loc = val->loc;
+
+		bad = (loc.magic != SP_NAME_LOC_MAGIC ||
+		       addr_spaces__read_file_str(as, loc.dev, loc.ino, loc.off,
+						  val->str,
+						  sizeof(val->str))) &&
+		      addr_spaces__read_str(as, (pid_t)key->tgid, key->name,
+					    val->str, sizeof(val->str));
+	}
 	val->str[SP_NAME_LEN - 1] = 0;
-	if (!val->str[0] &&
-	    addr_spaces__read_str(as, (pid_t)key->tgid, key->name, val->str,
-				  sizeof(val->str))) {
+	if (bad) {
 		snprintf(val->str, sizeof(val->str),
 			 "<unreadable name 0x%llx in pid %u>",
 			 (unsigned long long)key->name, key->tgid);
@@ -348,6 +363,38 @@ static int load_names(int fd, const struct addr_spaces *as,
 static const char *name_of(struct name_table *t,
 			   const struct addr_spaces *as, __u32 tgid,
 			   __u64 name, char *fallback, size_t len,
+			   struct name_entry **entry);
+
+/* A --query-keys row: its query's name, then its key in parentheses, as
+ * rustc's self-profiler shows a query key: `typeck(12)`, or a text key's
+ * text, read like a name (it was captured into `names` by its address):
+ * `parse(src/main.rs)`. The writers escape both. */
+static const char *key_name_of(struct name_table *t,
+			       const struct addr_spaces *as, __u32 tgid,
+			       __u64 name, char *buf, size_t len)
+{
+	char base[SP_NAME_LEN + 64], ktext[SP_NAME_LEN + 64];
+	struct name_entry *e;
+	struct sp_key_row v;
+	const char *s, *k;
+
+	if (name == SP_KEY_OTHER)
+		return "<other>";
+	if (bpf_map_lookup_elem(t->key_fd, &name, &v))
+		return "<unknown key row>";
+	s = name_of(t, as, tgid, v.name, base, sizeof(base), &e);
+	if (v.flags & SP_KEY_ROW_TEXT) {
+		k = name_of(t, as, tgid, v.key, ktext, sizeof(ktext), &e);
+		snprintf(buf, len, "%s(%s)", s, k);
+	} else {
+		snprintf(buf, len, "%s(%llu)", s, (unsigned long long)v.key);
+	}
+	return buf;
+}
+
+static const char *name_of(struct name_table *t,
+			   const struct addr_spaces *as, __u32 tgid,
+			   __u64 name, char *fallback, size_t len,
 			   struct name_entry **entry)
 {
 	struct sp_query_key key = { .name = name, .tgid = tgid };
@@ -355,6 +402,8 @@ static const char *name_of(struct name_table *t,
 	struct sp_name val;
 
 	*entry = NULL;
+	if (name & SP_KEY_TAG)
+		return key_name_of(t, as, tgid, name, fallback, len);
 	if (name & (SP_FUNC_TAG | SP_SPEC_TAG)) {
 		if (t->tag_name(t->tag_ctx, name, fallback, len))
 			return name & SP_FUNC_TAG ? "<unknown function>"
@@ -402,14 +451,66 @@ struct rows_ctx {
 	int ncpus;
 };
 
+/*
+ * A normalize=pg row of a multi-statement string (statements separated by
+ * PG_TEXT_SEP, pg_text.h): PostgreSQL counts each statement, so the row
+ * counts in each statement's row, with the string's time.
+ */
+static int each_statement(struct summary *s, const char *name,
+			  uint32_t tgid,
+			  int (*fn)(struct summary *s, const char *part,
+				    uint32_t tgid, const void *arg),
+			  const void *arg)
+{
+	char part[4 * SP_SPEC_NAME_LEN];
+	const char *end;
+	size_t n;
+	int err;
+
+	for (;;) {
+		end = strchr(name, PG_TEXT_SEP);
+		n = end ? (size_t)(end - name) : strlen(name);
+		if (n >= sizeof(part))
+			n = sizeof(part) - 1;
+		memcpy(part, name, n);
+		part[n] = 0;
+		err = fn(s, part, tgid, arg);
+		if (err || !end)
+			return err;
+		name = end + 1;
+	}
+}
+
+static int add_stats_part(struct summary *s, const char *part, uint32_t tgid,
+			  const void *arg)
+{
+	int row = summary__row_index(s, part, tgid);
+
+	return row < 0 ? row : summary__add_stats_at(s, (unsigned int)row, arg);
+}
+
+struct hist_part {
+	uint32_t bucket;
+	__u64 sum;
+};
+
+static int add_hist_part(struct summary *s, const char *part, uint32_t tgid,
+			 const void *arg)
+{
+	const struct hist_part *h = arg;
+
+	return summary__add_hist_pid(s, part, tgid, h->bucket, h->sum);
+}
+
 static int add_query(void *ctx, const void *k, const void *v)
 {
 	struct rows_ctx *c = ctx;
 	const struct sp_query_stats *vals = v;
-	char fallback[2 * SP_SPEC_NAME_LEN];
+	char fallback[4 * SP_SPEC_NAME_LEN];
 	struct sp_query_stats sum;
 	struct sp_query_key key;
 	struct name_entry *e;
+	const char *name;
 	int i, row;
 
 	memcpy(&key, k, sizeof(key));
@@ -430,9 +531,12 @@ static int add_query(void *ctx, const void *k, const void *v)
 		sum.blocked_count += q->blocked_count;
 		sum.blocked_ns += q->blocked_ns;
 	}
-	row = summary__row_index(c->s, name_of(c->t, c->as, key.tgid, key.name,
-					       fallback, sizeof(fallback), &e),
-				 key.tgid);
+	name = name_of(c->t, c->as, key.tgid, key.name, fallback,
+		       sizeof(fallback), &e);
+	if (strchr(name, PG_TEXT_SEP))
+		return each_statement(c->s, name, key.tgid, add_stats_part,
+				      &sum);
+	row = summary__row_index(c->s, name, key.tgid);
 	if (row < 0)
 		return row;
 	if (e) {
@@ -445,9 +549,10 @@ static int add_query(void *ctx, const void *k, const void *v)
 static int add_hist(void *ctx, const void *k, const void *v)
 {
 	struct rows_ctx *c = ctx;
-	char fallback[2 * SP_SPEC_NAME_LEN];
+	char fallback[4 * SP_SPEC_NAME_LEN];
 	struct sp_hist_key key;
 	struct name_entry *e;
+	const char *name;
 	__u64 sum = 0, x;
 	int i;
 
@@ -458,7 +563,7 @@ static int add_hist(void *ctx, const void *k, const void *v)
 	}
 	if (!sum)
 		return 0;
-	if (!(key.name & (SP_FUNC_TAG | SP_SPEC_TAG))) {
+	if (!(key.name & (SP_FUNC_TAG | SP_SPEC_TAG | SP_KEY_TAG))) {
 		e = name_find(c->t->c, key.tgid, key.name);
 		if (e && e->row_read == c->t->c->read)
 			return summary__add_hist_at(c->s, e->row, key.bucket,
@@ -466,10 +571,14 @@ static int add_hist(void *ctx, const void *k, const void *v)
 	}
 	/* A bucket of a row the `queries` read did not meet (created
 	 * since, or that map was full). */
-	return summary__add_hist_pid(c->s, name_of(c->t, c->as, key.tgid,
-						  key.name, fallback,
-						  sizeof(fallback), &e),
-				     key.tgid, key.bucket, sum);
+	name = name_of(c->t, c->as, key.tgid, key.name, fallback,
+		       sizeof(fallback), &e);
+	if (strchr(name, PG_TEXT_SEP)) {
+		struct hist_part h = { .bucket = key.bucket, .sum = sum };
+
+		return each_statement(c->s, name, key.tgid, add_hist_part, &h);
+	}
+	return summary__add_hist_pid(c->s, name, key.tgid, key.bucket, sum);
 }
 
 static int read_queries(int fd, struct name_table *t,
@@ -522,6 +631,7 @@ int query_maps__read(struct query_bpf *skel, struct query_names *names,
 {
 	struct name_table t = {
 		.c = names, .fd = bpf_map__fd(skel->maps.names),
+		.key_fd = bpf_map__fd(skel->maps.key_rows),
 		.tag_name = tag_name, .tag_ctx = tag_ctx,
 	};
 	int ncpus = libbpf_num_possible_cpus(), err = 0, i;
@@ -589,6 +699,9 @@ struct evict_ctx {
 	size_t ksize;
 	char *keys;
 	size_t n, cap;
+	/* Where the tgid is: at 8 in the key (struct sp_query_key, struct
+	 * sp_hist_key), or, for key_rows, in the value. */
+	bool in_value;
 };
 
 static int u32_cmp(const void *a, const void *b)
@@ -603,8 +716,11 @@ static int collect_key(void *ctx, const void *k, const void *v)
 	struct evict_ctx *c = ctx;
 	uint32_t tgid;
 
-	(void)v;
-	memcpy(&tgid, (const char *)k + 8, sizeof(tgid));
+	if (c->in_value)
+		memcpy(&tgid, (const char *)v + offsetof(struct sp_key_row, tgid),
+		       sizeof(tgid));
+	else
+		memcpy(&tgid, (const char *)k + 8, sizeof(tgid));
 	if (!bsearch(&tgid, c->tgids, c->ntgids, sizeof(tgid), u32_cmp))
 		return 0;
 	if (c->n == c->cap) {
@@ -622,10 +738,11 @@ static int collect_key(void *ctx, const void *k, const void *v)
 }
 
 static int evict_map(struct bpf_map *map, int ncpus, const uint32_t *tgids,
-		     size_t n, size_t *evicted)
+		     size_t n, size_t *evicted, bool in_value)
 {
 	struct evict_ctx c = { .tgids = tgids, .ntgids = n,
-			       .ksize = bpf_map__key_size(map) };
+			       .ksize = bpf_map__key_size(map),
+			       .in_value = in_value };
 	int fd = bpf_map__fd(map), err;
 	size_t i;
 
@@ -654,25 +771,56 @@ int query_maps__evict(struct query_bpf *skel, struct query_names *names,
 	qsort(tgids, n, sizeof(*tgids), u32_cmp);
 	if (names)
 		names_forget(names, tgids, n);
-	err = evict_map(skel->maps.queries, ncpus, tgids, n, rows);
+	err = evict_map(skel->maps.queries, ncpus, tgids, n, rows, false);
 	if (!err)
-		err = evict_map(skel->maps.hist, ncpus, tgids, n, NULL);
+		err = evict_map(skel->maps.hist, ncpus, tgids, n, NULL, false);
 	if (!err)
-		err = evict_map(skel->maps.names, 0, tgids, n, NULL);
+		err = evict_map(skel->maps.names, 0, tgids, n, NULL, false);
+	/* --query-keys: their keys' rows, so later processes get rows. */
+	if (!err)
+		err = evict_map(skel->maps.key_rows, 0, tgids, n, NULL, true);
 	return err;
 }
 
 int query_maps__resize(struct query_bpf *skel, unsigned int max_queries,
-		       unsigned int max_threads)
+		       unsigned int max_threads, bool query_keys)
 {
+	unsigned int rows = max_queries;
 	int err = 0;
 
-	if (max_queries) {
-		err = bpf_map__set_max_entries(skel->maps.queries, max_queries);
+	if (query_keys) {
+		/* key_rows bounds the keyed rows; `queries` holds them, the
+		 * names' own rows and each process's "<other>". */
+		if (!rows)
+			rows = SP_DEFAULT_MAX_QUERIES;
+		err = bpf_map__set_max_entries(skel->maps.key_rows, rows);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.queries,
+						       2 * rows);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.hist,
+						       2 * rows * 16);
+		/* The names, and the text of each text key (one per key
+		 * row at most). */
 		if (!err)
 			err = bpf_map__set_max_entries(skel->maps.names,
+						       2 * rows);
+		if (err)
+			return err;
+	} else {
+		/* unused: one entry */
+		err = bpf_map__set_max_entries(skel->maps.key_rows, 1);
+		if (err)
+			return err;
+	}
+	if (max_queries) {
+		if (!query_keys)
+			err = bpf_map__set_max_entries(skel->maps.queries,
 						       max_queries);
-		if (!err)
+		if (!err && !query_keys)
+			err = bpf_map__set_max_entries(skel->maps.names,
+						       max_queries);
+		if (!err && !query_keys)
 			err = bpf_map__set_max_entries(skel->maps.hist,
 						       max_queries * 16);
 		/* --query row values: one per row, so the same bound. */

@@ -7,6 +7,7 @@
 #ifndef SPTRACE_QUERY_MAPS_H
 #define SPTRACE_QUERY_MAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -42,8 +43,9 @@ int query_maps__evict(struct query_bpf *skel, struct query_names *names,
 		      uint32_t *tgids, size_t n, size_t *rows);
 /* Events the ring buffer could not take, summed over CPUs. 0 or -errno. */
 int query_maps__lost(struct query_bpf *skel, uint64_t *lost);
-/* Sets map sizes before load (0 keeps the default). 0 or -errno. */
+/* Sets map sizes before load (0 keeps the default); with query_keys,
+ * max_queries keyed rows besides as many of names. 0 or -errno. */
 int query_maps__resize(struct query_bpf *skel, unsigned int max_queries,
-		       unsigned int max_threads);
+		       unsigned int max_threads, bool query_keys);
 
 #endif /* SPTRACE_QUERY_MAPS_H */

@@ -17,7 +17,9 @@
 #include <sptrace/query_abi.h>
 #include <sptrace/batch_abi.h>
 #include <sptrace/record_abi.h>
+#include <sptrace/spec_norm.h>
 #include "attach.h"
+#include "clock.h"
 #include "batch_drain.h"
 #include "elf_notes.h"
 #include "log.h"
@@ -27,6 +29,7 @@
 #include "query.skel.h"
 #include "query_maps.h"
 #include "query_provider.h"
+#include "site_guard.h"
 #include "spec_norm_text.h"
 #include "summary.h"
 #include "tsc_clock.h"
@@ -65,7 +68,9 @@ static void specs_rodata(struct query_provider *qp)
 				    q->max_rows ? q->max_rows :
 				    QUERY_SPEC_DEFAULT_MAX_ROWS,
 			.flags = (q->cache ? SP_SPEC_F_CACHE : 0) |
-				 (q->outcomes ? SP_SPEC_F_OUTCOMES : 0),
+				 (q->outcomes ? SP_SPEC_F_OUTCOMES : 0) |
+				 (q->serial ? SP_SPEC_F_SERIAL : 0) |
+				 ((__u32)q->abandon << SP_SPEC_F_ABANDON_SHIFT),
 			.if_val = q->cond.val,
 			.hit_val = q->hit.val,
 		};
@@ -82,6 +87,55 @@ static void specs_rodata(struct query_provider *qp)
 		memcpy((void *)&qp->skel->rodata->spec_lines[k], &l, sizeof(l));
 	}
 	qp->skel->rodata->spec_ntracks = ntracks;
+	for (k = 0; k < o->nqspecs; k++)
+		qp->skel->rodata->spec_norms |= 1u << o->qspecs[k].normalize;
+}
+
+/*
+ * Only the program families the session uses are loaded: the kernel
+ * verifies each program it loads, and that is most of the time before
+ * tracing starts (bpf/query.bpf.c). The sp probes (sp_event, every probe
+ * name) and thread exits always, but for -b files without sp probes;
+ * batched events unless per-event only or no -b file batches; --query and
+ * --func programs only when asked. Files met later (--follow, dlopen, a
+ * -p target's, a command's libraries) may bring any sp probe or a batched
+ * header, so those sessions load by what they ask, never by what the
+ * first target has; -b attaches to its files only, known now. Their maps
+ * are made all the same (under a millisecond: small or not preallocated).
+ */
+static void unused_families(struct query_bpf *s, const struct session_opts *o,
+			    bool sp, bool batch)
+{
+	bool cache = false, pair = false;
+	int i;
+
+	if (!sp)
+		bpf_program__set_autoload(s->progs.sp_event, false);
+	if (!batch) {
+		bpf_program__set_autoload(s->progs.sp_flush, false);
+		bpf_program__set_autoload(s->progs.sp_tsc, false);
+		bpf_program__set_autoload(s->progs.sp_batch_feed, false);
+		bpf_program__set_autoload(s->progs.sp_exec_drain, false);
+	}
+	if (!o->nfuncs) {
+		bpf_program__set_autoload(s->progs.sp_func_entry, false);
+		bpf_program__set_autoload(s->progs.sp_func_return, false);
+	}
+	/* --query: a one-probe line's program and an interval line's pair
+	 * each only where a line needs them; the BEGIN and the cache
+	 * program each carry the name path (normalizing, hashing, admitting
+	 * rows), the most verifying of the object (PostgreSQL's default
+	 * spec has no one-probe line). */
+	for (i = 0; i < o->nqspecs; i++) {
+		cache |= o->qspecs[i].cache;
+		pair |= !o->qspecs[i].cache;
+	}
+	if (!pair) {
+		bpf_program__set_autoload(s->progs.sp_spec_begin, false);
+		bpf_program__set_autoload(s->progs.sp_spec_end, false);
+	}
+	if (!cache)
+		bpf_program__set_autoload(s->progs.sp_spec_cache, false);
 }
 
 static int open_and_load(struct query_provider *qp, bool multi, bool batch)
@@ -103,14 +157,12 @@ static int open_and_load(struct query_provider *qp, bool multi, bool batch)
 		    prog != qp->skel->progs.sp_batch_feed &&
 		    prog != qp->skel->progs.sp_exec_drain)
 			attach__prepare_multi(prog);
-	if (!batch) {
-		bpf_program__set_autoload(qp->skel->progs.sp_flush, false);
-		bpf_program__set_autoload(qp->skel->progs.sp_batch_feed, false);
-		bpf_program__set_autoload(qp->skel->progs.sp_exec_drain, false);
-	}
+	unused_families(qp->skel, o, qp->sp, batch);
 	qp->skel->rodata->record = o->record;
 	qp->skel->rodata->follow = qp->follow;
 	qp->skel->rodata->ladder = o->hist_ladder;
+	qp->skel->rodata->query_keys = o->query_keys;
+	qp->skel->rodata->batch_loaded = batch;
 	specs_rodata(qp);
 	err = qp->follow ? bpf_map__reuse_fd(qp->skel->maps.followed,
 					     qp->followed_fd) :
@@ -119,7 +171,8 @@ static int open_and_load(struct query_provider *qp, bool multi, bool batch)
 		goto out;
 	qp->skel->rodata->wakeup_bytes =
 		(o->ringbuf_bytes ? o->ringbuf_bytes : SP_DEFAULT_RINGBUF) / 4;
-	err = query_maps__resize(qp->skel, o->max_queries, o->max_threads);
+	err = query_maps__resize(qp->skel, o->max_queries, o->max_threads,
+				 o->query_keys);
 	/* --query: third-party probes fire in busy programs whose caches
 	 * are cold at each event; `hist` allocated element by element cost
 	 * an END 1.35 us where a preallocated one costs 0.63 us under
@@ -144,6 +197,58 @@ out:
 	return err;
 }
 
+/* Has the ELF file at `path` sp probes, and a batching header? False
+ * where it cannot be read (attaching fails there too). A file found
+ * without is remembered (by inode) in qp->sp_none, not read again. */
+static bool file_has_sp(struct query_provider *qp, const char *path,
+			bool *flush)
+{
+	struct usdt_file *f;
+	struct stat st;
+	bool sp = false;
+	size_t i;
+	int k;
+
+	*flush = false;
+	if (stat(path, &st))
+		return false;
+	for (k = 0; k < qp->nsp_none; k++)
+		if (qp->sp_none[k].dev == st.st_dev &&
+		    qp->sp_none[k].ino == st.st_ino)
+			return false;
+	if (usdt_file__open(path, &f, NULL))
+		return false;
+	for (i = 0; i < f->nsites; i++) {
+		if (strcmp(f->sites[i].provider, "sp"))
+			continue;
+		sp = true;
+		*flush |= !strcmp(f->sites[i].name, "flush");
+	}
+	usdt_file__free(f);
+	if (!sp && qp->nsp_none < SESSION_MAX_PIDS) {
+		qp->sp_none[qp->nsp_none].dev = st.st_dev;
+		qp->sp_none[qp->nsp_none++].ino = st.st_ino;
+	}
+	return sp;
+}
+
+/* -b alone: the sp families its files need (unused_families()). */
+static void binaries_families(struct query_provider *qp)
+{
+	const struct session_opts *o = qp->o;
+	bool sp = false, batch = false, flush;
+	int i;
+
+	if (!o->nbinaries || o->cmd || o->npids || o->follow)
+		return;
+	for (i = 0; i < o->nbinaries; i++) {
+		sp |= file_has_sp(qp, o->binaries[i], &flush);
+		batch |= flush;
+	}
+	qp->sp = sp;
+	qp->batch &= batch;
+}
+
 static bool want(const struct session_opts *o, enum sp_event_class c)
 {
 	return !o->record || (o->classes & (1u << c));
@@ -157,32 +262,62 @@ static bool want(const struct session_opts *o, enum sp_event_class c)
  */
 static size_t bind_probes(struct query_provider *qp)
 {
+	/* When a probe is bound: its class is wanted (every class when not
+	 * recording); recorded and asked for; live only. */
+	enum { BIND_WANTED, BIND_RECORDED, BIND_LIVE };
+	static const struct {
+		const char *name;
+		unsigned int ev;	/* its cookie's SP_COOKIE_EVENT() */
+		enum sp_event_class cls;
+		int when;
+	} probes[] = {
+		{ "query_end", SP_EV_QUERY_END, SP_EVC_QUERY, BIND_WANTED },
+		/* Async queries: live only; a recording has no event for a
+		 * poll (docs/instrumenting.md, "Async queries"). */
+		{ "query_poll_end", SP_COOKIE_POLL_END, SP_EVC_QUERY, BIND_LIVE },
+		{ "blocked_end", SP_EV_BLOCKED_END, SP_EVC_BLOCKED, BIND_WANTED },
+		{ "incr_load_end", SP_EV_INCR_LOAD_END, SP_EVC_INCR, BIND_WANTED },
+		{ "query_begin", SP_EV_QUERY_BEGIN, SP_EVC_QUERY, BIND_WANTED },
+		{ "blocked_begin", SP_EV_BLOCKED_BEGIN, SP_EVC_BLOCKED,
+		  BIND_WANTED },
+		{ "incr_load_begin", SP_EV_INCR_LOAD_BEGIN, SP_EVC_INCR,
+		  BIND_WANTED },
+		{ "cache_hit", SP_EV_CACHE_HIT, SP_EVC_CACHE, BIND_WANTED },
+		/* Marks and allocations: only recorded, when asked. */
+		{ "mark", SP_EV_MARK, SP_EVC_MARK, BIND_RECORDED },
+		{ "alloc", SP_EV_ALLOC, SP_EVC_ALLOC, BIND_RECORDED },
+		{ "free", SP_EV_FREE, SP_EVC_ALLOC, BIND_RECORDED },
+	};
 	const struct session_opts *o = qp->o;
 	struct probe_binding *b = qp->bindings;
-	struct query_bpf *s = qp->skel;
-	size_t i = 0;
+	struct bpf_program *prog = qp->skel->progs.sp_event;
+	size_t i = 0, k;
 
-	if (want(o, SP_EVC_QUERY))
-		b[i++] = (struct probe_binding){ "query_end", s->progs.sp_query_end };
-	if (want(o, SP_EVC_BLOCKED))
-		b[i++] = (struct probe_binding){ "blocked_end", s->progs.sp_blocked_end };
-	if (want(o, SP_EVC_INCR))
-		b[i++] = (struct probe_binding){ "incr_load_end", s->progs.sp_incr_load_end };
-	if (want(o, SP_EVC_QUERY))
-		b[i++] = (struct probe_binding){ "query_begin", s->progs.sp_query_begin };
-	if (want(o, SP_EVC_BLOCKED))
-		b[i++] = (struct probe_binding){ "blocked_begin", s->progs.sp_blocked_begin };
-	if (want(o, SP_EVC_INCR))
-		b[i++] = (struct probe_binding){ "incr_load_begin", s->progs.sp_incr_load_begin };
-	if (want(o, SP_EVC_CACHE))
-		b[i++] = (struct probe_binding){ "cache_hit", s->progs.sp_cache_hit };
-	if (o->record && (o->classes & (1u << SP_EVC_MARK)))
-		b[i++] = (struct probe_binding){ "mark", s->progs.sp_mark };
-	if (o->record && (o->classes & (1u << SP_EVC_ALLOC))) {
-		b[i++] = (struct probe_binding){ "alloc", s->progs.sp_alloc };
-		b[i++] = (struct probe_binding){ "free", s->progs.sp_free };
+	for (k = 0; k < sizeof(probes) / sizeof(probes[0]); k++) {
+		unsigned int cls = probes[k].cls;
+		bool bound;
+
+		switch (probes[k].when) {
+		case BIND_RECORDED:
+			bound = o->record && (o->classes & (1u << cls));
+			break;
+		case BIND_LIVE:
+			bound = !o->record;
+			break;
+		default:
+			bound = want(o, cls);
+		}
+		if (!bound)
+			continue;
+		b[i++] = (struct probe_binding){
+			.name = probes[k].name, .prog = prog,
+			.cookie = SP_COOKIE_OF_EVENT(probes[k].ev),
+		};
 	}
-	b[i++] = (struct probe_binding){ "thread_name", s->progs.sp_thread_name };
+	b[i++] = (struct probe_binding){
+		.name = "thread_name", .prog = prog,
+		.cookie = SP_COOKIE_OF_EVENT(SP_EV_THREAD_NAME),
+	};
 	return i;
 }
 
@@ -199,16 +334,20 @@ static size_t bind_batch_probes(struct query_provider *qp)
 	size_t k;
 
 	/* The per-event bindings too: probes of the same names compiled
-	 * without batching (Rust's sp-probe in a mixed binary) stay events;
-	 * the header's batched sites never fire theirs while batching. */
+	 * without batching (SP_PROBES_NO_BATCH) stay events, as do batched
+	 * probes that find no ring; a batched site (C or Rust) never fires
+	 * its own while it can write a record. */
 	for (k = 0; k < qp->att.nbindings; k++)
 		b[i++] = qp->bindings[k];
-	b[i++] = (struct probe_binding){ "flush", s->progs.sp_flush };
+	/* Closed last: its drains go on while the other links detach. */
+	b[i++] = (struct probe_binding){ .name = "flush",
+					 .prog = s->progs.sp_flush,
+					 .close_last = true };
 	/* sp:tsc raises TSC timestamps through its semaphore; it also marks
 	 * the header's slow path, which tells events that fell back to a
-	 * per-event site (bpf/query.bpf.c, sp_tsc): without the TSC it is
+	 * per-event site (bpf/query_batch.bpf.c, sp_tsc): without the TSC it is
 	 * watched with the semaphore left alone. */
-	b[i++] = (struct probe_binding){ "tsc", s->progs.sp_tsc };
+	b[i++] = (struct probe_binding){ .name = "tsc", .prog = s->progs.sp_tsc };
 	qp->att.watch_only = qp->tsc_ask ? NULL : "tsc";
 	return i;
 }
@@ -217,42 +356,64 @@ static size_t bind_batch_probes(struct query_provider *qp)
  * Batched records stamped with the TSC (cheaper than clock_gettime by
  * ~2x per pair) where the kernel itself keeps time with the TSC, i.e.
  * trusts it to be invariant and synchronised across CPUs. Calibrated over
- * 20 ms against CLOCK_MONOTONIC here, then 100 and 300 ms later and about
- * once a second while the session runs (qp_tick), as NTP slews the clock
- * (tsc_clock.h).
+ * at least 20 ms against CLOCK_MONOTONIC (the first sample before the BPF
+ * load, the second after it: the load fills the window), then 100 and
+ * 300 ms later and about once a second while the session runs (qp_tick),
+ * as NTP slews the clock (tsc_clock.h).
  * SPTRACE_NO_TSC=1 keeps clock_gettime (qp->tsc_ask false), but the map is
  * still kept: the stamp follows the semaphore, which another session
  * tracing the same file with the TSC raises for both.
  */
-static bool tsc_calibrate(struct query_provider *qp)
+struct tsc_sample {
+	bool ok;
+	uint64_t t, n;
+};
+
+/* The first sample, if the kernel keeps time with the TSC. */
+static void tsc_sample_first(struct tsc_sample *first)
 {
-	const char *e = getenv("SPTRACE_NO_TSC");
-	struct timespec pause = { 0, 20000000 };
-	bool no_tsc = e && *e && strcmp(e, "0");
-	uint64_t t0, n0, t1, n1;
 	char src[32] = "";
 	FILE *f;
 
+	first->ok = false;
 	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
 	if (!f)
-		return false;
+		return;
 	if (!fgets(src, sizeof(src), f))
 		src[0] = 0;
 	fclose(f);
 	if (strcmp(src, "tsc\n"))
+		return;
+	first->ok = !tsc_clock__sample(&first->t, &first->n);
+}
+
+static bool tsc_calibrate(struct query_provider *qp,
+			  const struct tsc_sample *first)
+{
+	const char *e = getenv("SPTRACE_NO_TSC");
+	bool no_tsc = e && *e && strcmp(e, "0");
+	const uint64_t window = 20000000;
+	uint64_t t1, n1, now;
+
+	if (!first->ok) {
+		sp_info("batched events: clock_gettime timestamps (the kernel's clock source is not the TSC)");
 		return false;
-	if (tsc_clock__sample(&t0, &n0))
-		return false;
-	nanosleep(&pause, NULL);
+	}
+	now = now_ns();
+	if (now - first->n < window) {
+		struct timespec pause = { 0, (long)(window - (now - first->n)) };
+
+		nanosleep(&pause, NULL);
+	}
 	if (tsc_clock__sample(&t1, &n1) ||
-	    tsc_clock__start(&qp->tclock, &qp->skel->bss->tsc_clock, t0, n0,
-			     t1, n1))
+	    tsc_clock__start(&qp->tclock, &qp->skel->bss->tsc_clock, first->t,
+			     first->n, t1, n1))
 		return false;
 	qp->tsc_ask = !no_tsc;
 	sp_info("batched events: %s, %.4f ns per tick, recalibrated every %.0f s",
 		no_tsc ? "clock_gettime timestamps (SPTRACE_NO_TSC); the TSC mapped for records another session has stamped with it" :
 			 "TSC timestamps",
-		(double)(n1 - n0) / (double)(t1 - t0),
+		(double)(n1 - first->n) / (double)(t1 - first->t),
 		TSC_CLOCK_PERIOD_NS / 1e9);
 	return true;
 }
@@ -303,7 +464,7 @@ static void watch_exec(void *ctx)
 	struct query_provider *qp = ctx;
 
 	/* And from now on each per-event program drains the thread's rings
-	 * before its own event (query.bpf.c, drain_first()). */
+	 * before its own event (query_core.bpf.h, drain_first()). */
 	qp->skel->bss->batching = true;
 	if (qp->exec_link)
 		return;
@@ -316,6 +477,7 @@ static void watch_exec(void *ctx)
 static int qp_load(void *ctx, const struct session_opts *o)
 {
 	struct query_provider *qp = ctx;
+	struct tsc_sample tsc0 = { .ok = false };
 	int err;
 
 	qp->o = o;
@@ -329,7 +491,11 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	 * batched events where the kernel can load their programs (bpf_loop,
 	 * syscall programs: Linux 5.17+), else per-event everywhere. */
 	qp->multi = true;
+	qp->sp = true;
 	qp->batch = want_batch(o);
+	binaries_families(qp);
+	if (qp->batch)
+		tsc_sample_first(&tsc0);
 	err = open_and_load(qp, true, qp->batch);
 	if (err && qp->batch && err != -EPERM && err != -EACCES) {
 		sp_info("cannot load the batched-event programs (%s); per-event probes",
@@ -353,12 +519,12 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	if (!qp->exit_link)
 		sp_warn("cannot watch thread exits (%s): queries left open by exiting threads are not counted",
 			strerror(errno));
-	attacher__init(&qp->att, "sp", qp->bindings, bind_probes(qp),
-		       qp->multi);
+	attacher__init(&qp->att, "sp", qp->bindings,
+		       qp->sp ? bind_probes(qp) : 0, qp->multi);
 	if (qp->batch) {
 		qp->att.before_batched = watch_exec;
 		qp->att.before_batched_ctx = qp;
-		qp->tsc = tsc_calibrate(qp);
+		qp->tsc = tsc_calibrate(qp, &tsc0);
 		qp->att.batch_bindings = qp->batch_bindings;
 		qp->att.nbatch = bind_batch_probes(qp);
 	}
@@ -373,6 +539,17 @@ static int qp_follow(void *ctx, int followed_fd)
 
 	qp->follow = true;
 	qp->followed_fd = followed_fd;
+	return 0;
+}
+
+static int qp_name_maps(void *ctx, int *names_fd, int *unread_fd)
+{
+	struct query_provider *qp = ctx;
+
+	if (!qp->skel)
+		return -ENOENT;
+	*names_fd = bpf_map__fd(qp->skel->maps.names);
+	*unread_fd = bpf_map__fd(qp->skel->maps.unread_names);
 	return 0;
 }
 
@@ -628,6 +805,47 @@ static int note_providers(struct query_provider *qp, const struct usdt_file *f)
 	return 0;
 }
 
+/* Before probe `p` of spec `q` is attached in f: its sites on a 5-byte nop
+ * made safe for forked children (site_guard.c; libbpf attaches at the
+ * note's address, so no site can move). Release g after. 0 or -errno
+ * (said). */
+static int guard_spec_sites(const struct query_spec *q, int p,
+			    const struct usdt_file *f, const char *open_path,
+			    const char *path, struct site_guard *g)
+{
+	uint64_t *offs = calloc(f->nsites + 1, sizeof(*offs));
+	uint64_t *refs = calloc(f->nsites + 1, sizeof(*refs));
+	char wbuf[640];
+	size_t i, n = 0;
+	int err = -ENOMEM;
+
+	g->fd = -1;
+	if (!offs || !refs)
+		goto out;
+	for (i = 0; i < f->nsites; i++)
+		if (!strcmp(f->sites[i].provider, q->provider[p]) &&
+		    !strcmp(f->sites[i].name, q->probe[p])) {
+			offs[n] = f->sites[i].pc_offset;
+			refs[n++] = f->sites[i].sema_offset;
+		}
+	err = site_guard__prepare(open_path, path, offs, refs, n, false, g);
+	if (!err && g->pinned)
+		sp_info("%s: %s: %zu 5-byte-nop sites of %s:%s pinned to the trap path (forked children keep running them)",
+			query_spec__where(q, wbuf, sizeof(wbuf)), path,
+			g->pinned, q->provider[p], q->probe[p]);
+	if (!err && g->dropped) {
+		sp_err("%s: %s: %zu sites of %s:%s are 5-byte nops, which this kernel's uprobes make unsafe for forked children; refused",
+		       query_spec__where(q, wbuf, sizeof(wbuf)), path,
+		       g->dropped, q->provider[p], q->probe[p]);
+		site_guard__release(g);
+		err = -EOPNOTSUPP;
+	}
+out:
+	free(offs);
+	free(refs);
+	return err;
+}
+
 /* Every --query probe in one file, for pid: per line its ENDs before its
  * BEGIN, as in bind_probes(). The sites attached or -errno (reported). */
 static int attach_specs_file(struct query_provider *qp, pid_t pid,
@@ -667,16 +885,23 @@ static int attach_specs_file(struct query_provider *qp, pid_t pid,
 				    skel->progs.sp_spec_begin;
 			struct bpf_link *link;
 
+			struct site_guard g;
+
 			n = spec_sites(q, p, f, path);
 			if (n <= 0) {
 				err = n;
 				continue;	/* maybe another probe is here */
 			}
+			err = guard_spec_sites(q, p, f, open_path, path, &g);
+			if (err)
+				break;
 			link = bpf_program__attach_usdt(prog, pid, open_path,
 							q->provider[p],
 							q->probe[p], &uo);
-			if (!link) {
+			if (!link)
 				err = -errno;
+			site_guard__release(&g);
+			if (!link) {
 				sp_err("%s: %s: cannot attach probe %s:%s: %s (see -v)",
 				       query_spec__where(q, wbuf, sizeof(wbuf)),
 				       path, q->provider[p], q->probe[p],
@@ -826,6 +1051,10 @@ static int spec_row_name(const struct query_provider *qp, __u64 name,
 				&v))
 		return -ENOENT;
 	v.str[sizeof(v.str) - 1] = 0;
+	if (q->normalize == SP_NORM_PG && qp->pgt)
+		return pg_text__name(qp->pgt, v.str,
+				     strlen(v.str) == sizeof(v.str) - 1, value,
+				     buf, len);
 	spec_norm__text(q->normalize, v.str, buf, len);
 	return 0;
 }
@@ -845,8 +1074,13 @@ int query_provider__tag_name(const struct query_provider *qp, __u64 name,
 	return spec_row_name(qp, name, buf, len);
 }
 
+/* A spec line's warning again at most this often while a session is read
+ * again and again (serve, --interval), and only when its count grew; the
+ * last read (tracing stopped) says every total. */
+#define SPEC_WARN_PERIOD_NS (60ull * 1000000000ull)
+
 /* What went wrong per spec line, one warning each, naming the line. */
-static void report_specs(const struct query_provider *qp)
+static void report_specs(struct query_provider *qp)
 {
 	static const char *const what[SP_SPEC_ERR__MAX] = {
 		[SP_SPEC_ERR_END_WITHOUT_BEGIN] = "ENDs without a BEGIN (end_without_begin)",
@@ -855,8 +1089,11 @@ static void report_specs(const struct query_provider *qp)
 		[SP_SPEC_ERR_NAME_READ] = "name arguments unreadable (name_read_failed)",
 		[SP_SPEC_ERR_NAMES_FULL] = "events whose new name found the names map full, counted in <other> (raise --max-queries)",
 		[SP_SPEC_ERR_OTHER] = "events of names beyond max-rows, counted in its <other> row",
+		[SP_SPEC_ERR_TRUNCATED] = "strings longer than the 255 bytes copied (each its own row, keyed by a hash of its first 16 KiB, named <truncated #HASH>)",
+		[SP_SPEC_ERR_ABANDONED] = "intervals whose END never came, dropped at the next BEGIN or at abandon= (abandoned)",
 	};
 	int ncpus = libbpf_num_possible_cpus(), k, i;
+	uint64_t now = now_ns();
 	char wbuf[640];
 	__u64 *vals, n;
 	__u32 slot, e;
@@ -874,8 +1111,15 @@ static void report_specs(const struct query_provider *qp)
 				continue;
 			for (n = 0, i = 0; i < ncpus; i++)
 				n += vals[i];
-			if (n)
-				sp_warn("%s: %llu %s",
+			if (!n || (!qp->drained &&
+				   (n == qp->spec_warned_n[slot] ||
+				    (qp->spec_warned_ns[slot] &&
+				     now < qp->spec_warned_ns[slot] +
+					   SPEC_WARN_PERIOD_NS))))
+				continue;
+			qp->spec_warned_ns[slot] = now;
+			qp->spec_warned_n[slot] = n;
+			sp_warn("%s: %llu %s",
 					query_spec__where(&qp->o->qspecs[k],
 							  wbuf, sizeof(wbuf)),
 					(unsigned long long)n, what[e]);
@@ -906,6 +1150,19 @@ static int qp_attach_specs(struct query_provider *qp, pid_t pid,
 	return n;
 }
 
+/* A -b file replaced by one with sp probes, after the session loaded no
+ * sp program (none of the -b files had any): said once. */
+static void sp_unloaded(struct query_provider *qp, const char *path)
+{
+	bool flush;
+
+	if (qp->sp_told || !file_has_sp(qp, path, &flush))
+		return;
+	qp->sp_told = true;
+	sp_warn("%s: its sp probes are not traced: no -b file had any when sptrace started (start it again to trace them)",
+		path);
+}
+
 static int qp_attach(void *ctx, pid_t pid, const char *path)
 {
 	struct query_provider *qp = ctx;
@@ -915,6 +1172,8 @@ static int qp_attach(void *ctx, pid_t pid, const char *path)
 		n = attacher__attach_file(&qp->att, pid, path, path);
 	else
 		n = attacher__attach_pid(&qp->att, pid);
+	if (path && !qp->sp)
+		sp_unloaded(qp, path);
 	if (n >= 0 && qp->o->nqspecs) {
 		f = qp_attach_specs(qp, pid, path);
 		n = f < 0 ? f : n + f;
@@ -939,14 +1198,6 @@ static int qp_attach(void *ctx, pid_t pid, const char *path)
 	return n + 2 * f;
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void qp_arm(void *ctx, bool on)
 {
 	struct query_provider *qp = ctx;
@@ -956,9 +1207,9 @@ static void qp_arm(void *ctx, bool on)
 	 * armed window are not. */
 	if (on) {
 		qp->skel->bss->disarmed_ns = 0;
-		qp->skel->bss->armed_ns = monotonic_ns();
+		qp->skel->bss->armed_ns = now_ns();
 	} else {
-		qp->skel->bss->disarmed_ns = monotonic_ns();
+		qp->skel->bss->disarmed_ns = now_ns();
 	}
 	qp->skel->bss->armed = on;
 }
@@ -969,7 +1220,7 @@ static void qp_tick(void *ctx)
 	struct query_provider *qp = ctx;
 
 	if (qp->tsc)
-		tsc_clock__tick(&qp->tclock, monotonic_ns());
+		tsc_clock__tick(&qp->tclock, now_ns());
 }
 
 /* The links are gone: count what the hosts' rings still hold, once. */
@@ -985,6 +1236,10 @@ static void destroy_spec_links(struct query_provider *qp)
 {
 	size_t i;
 
+	/* One after the other (PostgreSQL's 24 sites: 5 s under load), not
+	 * by attach.c's concurrent closers: destroying a USDT link hands its
+	 * spec IDs back to the object's usdt_manager, a realloc()ed array
+	 * libbpf does not lock (two at once: a double free under ASan). */
 	for (i = 0; i < qp->nspec_links; i++)
 		bpf_link__destroy(qp->spec_links[i]);
 	free(qp->spec_links);
@@ -1049,6 +1304,8 @@ static void qp_destroy(void *ctx)
 	bpf_link__destroy(qp->exec_link);
 	query_bpf__destroy(qp->skel);
 	query_names__free(qp->names);
+	pg_text__free(qp->pgt);
+	qp->pgt = NULL;
 	qp->names = NULL;
 	qp->exit_link = NULL;
 	qp->exec_link = NULL;
@@ -1063,9 +1320,43 @@ void query_provider__init(struct query_provider *qp,
 		.name = "query", .ctx = qp, .load = qp_load,
 		.attach = qp_attach, .arm = qp_arm, .detach = qp_detach,
 		.destroy = qp_destroy, .follow = qp_follow, .tick = qp_tick,
+		.name_maps = qp_name_maps,
 		/* the TSC map's early and re-lock samples come 100 ms apart */
 		.tick_ms = TSC_CLOCK_RELOCK_NS / 1000000,
 	};
+}
+
+/* normalize=pg: every string of those lines learnt before any is named,
+ * so rows pg_stat_statements counts as one print as one name. */
+static void learn_pg_names(struct query_provider *qp)
+{
+	__u64 key, next, *prev = NULL;
+	struct sp_spec_name v;
+	unsigned int line;
+	bool any = false;
+	int k, fd;
+
+	for (k = 0; qp->o && k < qp->o->nqspecs; k++)
+		any |= qp->o->qspecs[k].normalize == SP_NORM_PG;
+	if (!any || !qp->skel)
+		return;
+	if (!qp->pgt)
+		qp->pgt = pg_text__new();
+	if (!qp->pgt)
+		return;
+	fd = bpf_map__fd(qp->skel->maps.spec_names);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		line = SP_SPEC_NAME_LINE(key);
+		if (line >= (unsigned int)qp->o->nqspecs ||
+		    qp->o->qspecs[line].normalize != SP_NORM_PG ||
+		    bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		v.str[sizeof(v.str) - 1] = 0;
+		if (strlen(v.str) < sizeof(v.str) - 1)
+			(void)pg_text__learn(qp->pgt, v.str);
+	}
 }
 
 static int tag_name(void *ctx, __u64 name, char *buf, size_t len)
@@ -1081,14 +1372,16 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 	s->duration_ns = session__duration(ss);
 	/* A report while tracing (--interval, serve): records of threads
 	 * that have not flushed since (one blocked, say) count now. */
-	if (qp->batch && !qp->drained && qp->skel && qp->att.batched_files)
+	if (qp->batch && !qp->drained && qp->skel && qp->att.batched_files &&
+	    !qp->evict_read)
 		(void)batch_drain__run(qp->skel);	/* reported */
 	keep_file_counts(qp);
 	s->events_mode = !qp->batched_files ? "per-event" :
 			 qp->event_files ? "mixed" : "batched";
-	/* Fallbacks are told by sp:tsc hits (query.bpf.c): not where another
+	/* Fallbacks are told by sp:tsc hits (query_batch.bpf.c): not where another
 	 * tracer's uprobe there kept sptrace from watching it. */
 	s->batch_fallback_unknown = qp->tsc_unwatched > 0;
+	learn_pg_names(qp);
 	if (!qp->names)
 		qp->names = query_names__new();
 	if (!qp->names)
@@ -1105,6 +1398,7 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 		sp_info("batched events: %" PRIu64 " fired per-event sites instead "
 			"(their thread's ring was gone at its exit, or could not be mapped)",
 			s->batch_fallback);
-	report_specs(qp);
+	if (!qp->evict_read)
+		report_specs(qp);
 	return err;
 }

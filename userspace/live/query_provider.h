@@ -7,7 +7,9 @@
 #define SPTRACE_QUERY_PROVIDER_H
 
 #include <linux/types.h>
+#include <sptrace/query_abi.h>
 #include "attach.h"
+#include "pg_text.h"
 #include "session.h"
 #include "tsc_clock.h"
 
@@ -21,7 +23,22 @@ struct query_provider {
 	struct probe_binding bindings[16];
 	struct probe_binding batch_bindings[24];	/* files with sp:flush */
 	bool batch;			/* batched events loaded and wanted */
+	/* The sp probes' programs loaded: false only for -b files with no
+	 * sp probe (third-party probes for --query, --func). */
+	bool sp;
+	bool sp_told;			/* a replaced file's sp probes: said */
+	struct { uint64_t dev, ino; } sp_none[SESSION_MAX_PIDS];	/* -b */
+	int nsp_none;			/* -b files seen without sp probes */
 	bool drained;			/* stop drain of the rings done */
+	/* A read only to evict exited processes (exited_rows__tick()): it
+	 * drains no live thread's rings (racing a spinning host's flushes
+	 * for nothing: the last read counts them) and the per-line warnings
+	 * wait for the run's last read. */
+	bool evict_read;
+	/* Per spec line and error: when its warning was last printed, with
+	 * what count (a read again and again warns once a minute at most). */
+	uint64_t spec_warned_ns[SP_SPEC_MAX_LINES * SP_SPEC_ERR__MAX];
+	uint64_t spec_warned_n[SP_SPEC_MAX_LINES * SP_SPEC_ERR__MAX];
 	bool tsc;			/* the TSC map kept (tsc_clock.h) */
 	bool tsc_ask;			/* sp_tsc_semaphore raised: records
 					 * stamped with the TSC */
@@ -33,6 +50,7 @@ struct query_provider {
 	struct attacher fatt;		/* --func probes */
 	char **fnames;			/* --func: row names, by index */
 	size_t nfnames;
+	struct pg_text *pgt;		/* normalize=pg lines' row names */
 	struct bpf_link *exit_link;	/* thread-exit tracepoint */
 	struct bpf_link *exec_link;	/* batched: drain before exec */
 	/* --query specs: their USDT links, the files they were looked for

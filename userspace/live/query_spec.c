@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sptrace/query_abi.h>
 #include <sptrace/spec_norm.h>
+#include "input.h"
 #include "log.h"
+#include "pg_text.h"
 #include "query_spec.h"
 
 #define SYNTAX "PROVIDER:BEGIN,PROVIDER:END[|PROVIDER:END2...],name=... or PROVIDER:PROBE,name=...,kind=cache"
@@ -206,12 +209,35 @@ static int parse_ends(struct query_spec *q, char *tok, const char *where)
 	return 0;
 }
 
+/* abandon=PROVIDER:PROBE: one more END of the line, which drops its open
+ * intervals instead of closing one. */
+static int parse_abandon(struct query_spec *q, char *v, const char *where)
+{
+	int err;
+
+	if (q->nprobes < 2 || q->nprobes >= QUERY_SPEC_MAX_PROBES) {
+		sp_err("%s '%s': abandon= needs a BEGIN,END interval and at most %d ENDs",
+		       where, q->text, SP_SPEC_MAX_ENDS - 1);
+		return -EINVAL;
+	}
+	err = parse_probe(q, q->nprobes, v);
+	if (!err && q->label[q->nprobes])
+		err = -EINVAL;
+	if (err == -EINVAL)
+		sp_err("%s '%s': abandon=%s: expected PROVIDER:PROBE",
+		       where, q->text, v);
+	if (err)
+		return err;
+	q->abandon = q->nprobes++;
+	return 0;
+}
+
 static int parse_option(struct query_spec *q, char *tok, unsigned int *seen,
 			const char *where)
 {
 	static const char *const names[] = {
 		"name", "kind", "if", "hit", "normalize", "max-rows",
-		"stack", "outcomes",
+		"stack", "outcomes", "serial", "abandon",
 	};
 	char *eq = strchr(tok, '='), *v, *end;
 	unsigned int i;
@@ -223,10 +249,10 @@ static int parse_option(struct query_spec *q, char *tok, unsigned int *seen,
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(tok, names[i]))
 			break;
-	if (i == sizeof(names) / sizeof(names[0]) || (!v) != (i == 7)) {
+	if (i == sizeof(names) / sizeof(names[0]) || (!v) != (i == 7 || i == 8)) {
 		if (eq)
 			*eq = '=';
-		sp_err("%s '%s': unexpected '%s' (options: name=, kind=, if=, hit=, normalize=, max-rows=, stack=, outcomes)",
+		sp_err("%s '%s': unexpected '%s' (options: name=, kind=, if=, hit=, normalize=, max-rows=, stack=, outcomes, serial, abandon=)",
 		       where, q->text, tok);
 		return -EINVAL;
 	}
@@ -263,8 +289,14 @@ static int parse_option(struct query_spec *q, char *tok, unsigned int *seen,
 			q->normalize = SP_NORM_DIGITS;
 		else if (!strcmp(v, "none"))
 			q->normalize = SP_NORM_NONE;
+		else if (!strcmp(v, "pg") && !pg_text__available()) {
+			sp_err("%s '%s': normalize=pg: this sptrace was built without libpg_query (install libpg-query-dev and rebuild, or use normalize=sql)",
+			       where, q->text);
+			return -ENOTSUP;
+		} else if (!strcmp(v, "pg"))
+			q->normalize = SP_NORM_PG;
 		else {
-			sp_err("%s '%s': unknown normalize '%s' (expected sql, digits or none)",
+			sp_err("%s '%s': unknown normalize '%s' (expected pg, sql, digits or none)",
 			       where, q->text, v);
 			return -EINVAL;
 		}
@@ -287,9 +319,14 @@ static int parse_option(struct query_spec *q, char *tok, unsigned int *seen,
 		}
 		q->stack = strdup(v);
 		return q->stack ? 0 : -ENOMEM;
-	default:
+	case 7:
 		q->outcomes = true;
 		return 0;
+	case 8:
+		q->serial = true;
+		return 0;
+	default:
+		return parse_abandon(q, v, where);
 	}
 }
 
@@ -312,8 +349,8 @@ static int check_spec(const struct query_spec *q, unsigned int seen,
 		why = "kind=cache takes one probe, not a BEGIN,END pair";
 	else if (!q->cache && q->nprobes == 1)
 		why = "one probe is a counter: add kind=cache, or give BEGIN and END probes";
-	else if (q->cache && (q->outcomes || q->stack))
-		why = "outcomes and stack= need a BEGIN,END interval, not kind=cache";
+	else if (q->cache && (q->outcomes || q->stack || q->serial))
+		why = "outcomes, stack= and serial need a BEGIN,END interval, not kind=cache";
 	else if (q->normalize && q->name_type != SP_SPEC_NAME_STR)
 		why = "normalize= needs name=argN (a string argument)";
 	else if (q->max_rows && q->name_type == SP_SPEC_NAME_FIXED)
@@ -331,6 +368,13 @@ static int check_spec(const struct query_spec *q, unsigned int seen,
 		    !strcmp(q->probe[i], q->probe[0])) {
 			sp_err("%s '%s': %s:%s is both BEGIN and END",
 			       where, q->text, q->provider[0], q->probe[0]);
+			return -EINVAL;
+		}
+	for (i = 1; q->abandon && i < q->abandon; i++)
+		if (!strcmp(q->provider[i], q->provider[q->abandon]) &&
+		    !strcmp(q->probe[i], q->probe[q->abandon])) {
+			sp_err("%s '%s': abandon=%s:%s is also an END",
+			       where, q->text, q->provider[i], q->probe[i]);
 			return -EINVAL;
 		}
 	return 0;
@@ -363,7 +407,8 @@ int query_spec__parse(const char *text, const char *where,
 		} else if (field == 1 && strchr(tok, ':') && !strchr(tok, '=')) {
 			err = parse_ends(&q, tok, where);
 		} else if (field > 0 && (strchr(tok, '=') ||
-					 !strcmp(tok, "outcomes"))) {
+					 !strcmp(tok, "outcomes") ||
+					 !strcmp(tok, "serial"))) {
 			err = parse_option(&q, tok, &seen, where);
 		} else {
 			sp_err("%s '%s': unexpected '%s' (expected %s)", where,
@@ -386,14 +431,17 @@ int query_spec__read_file(const char *path, struct query_spec **v, int *n)
 {
 	char *line = NULL, where[512];
 	size_t cap = 0;
-	int lineno = 0, err = 0;
+	int lineno = 0, err = 0, fd;
 	ssize_t len;
 	FILE *f;
 
-	f = fopen(path, "r");
+	fd = input__open(path);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!f) {
-		err = -errno;
-		sp_err("--query-file %s: %s", path, strerror(-err));
+		err = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		sp_err("--query-file %s: %s", path, input__strerror(err));
 		return err;
 	}
 	while (!err && (len = getline(&line, &cap, f)) >= 0) {
@@ -453,7 +501,9 @@ int query_spec__arg_need(const struct query_spec *q, int p,
 		need = q->cond.arg;
 		*what = "if=";
 	}
-	if ((p > 0 || q->cache) && q->hit.op && q->hit.arg > need) {
+	/* The abandon= probe reads nothing. */
+	if ((p > 0 || q->cache) && (!q->abandon || p != q->abandon) &&
+	    q->hit.op && q->hit.arg > need) {
 		need = q->hit.arg;
 		*what = "hit=";
 	}

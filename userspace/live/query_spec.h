@@ -5,7 +5,8 @@
  *   PROV:BEGIN,PROV:END[@LABEL][|PROV:END2[@LABEL]...],OPTION...
  *   PROV:PROBE,kind=cache,OPTION...
  * OPTION: name=argN | name=PREFIX:argN | name=LITERAL, kind=, if=argN OP V,
- * hit=argN OP V, normalize=sql|digits, max-rows=N, stack=NAME, outcomes.
+ * hit=argN OP V, normalize=pg|sql|digits, max-rows=N, stack=NAME, outcomes,
+ * serial, abandon=PROVIDER:PROBE.
  * Parsing only; the query provider attaches them.
  */
 #ifndef SPTRACE_QUERY_SPEC_H
@@ -41,6 +42,8 @@ struct query_spec {
 	unsigned int kind;	/* enum sp_frame_kind; unused with cache */
 	bool cache;
 	bool outcomes;
+	bool serial;		/* intervals never nest: see SP_SPEC_F_SERIAL */
+	int abandon;		/* abandon=: its index in probe[], 0: none */
 	unsigned int normalize;	/* enum sp_norm_mode */
 	unsigned int max_rows;	/* 0: QUERY_SPEC_DEFAULT_MAX_ROWS */
 	char *stack;		/* stack=NAME, or NULL: a track of its own */

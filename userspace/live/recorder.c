@@ -273,7 +273,7 @@ static int drain(void *ctx)
 }
 
 int recorder__init(struct recorder *rec, const struct session_opts *so,
-		   struct trace_writer *w, char *only)
+		   struct trace_writer *w, const char *only)
 {
 	struct session_provider p;
 
@@ -284,7 +284,8 @@ int recorder__init(struct recorder *rec, const struct session_opts *so,
 	session__init(&rec->ss, so);
 	query_provider__init(&rec->qp, &p);
 	err = session__add(&rec->ss, &p);
-	if (!err && only && !(rec->only = split_names(only)))
+	if (!err && only && (!(rec->only_buf = strdup(only)) ||
+			     !(rec->only = split_names(rec->only_buf))))
 		err = -ENOMEM;
 	return err;
 }
@@ -297,6 +298,14 @@ int recorder__run(struct recorder *rec)
 	if (err)
 		return err;
 	rec->started = true;
+	/* The trace starts when counting did (its header is not written
+	 * yet: nothing was drained). */
+	err = trace_writer__set_start(rec->w, rec->ss.start_realtime_ns,
+				      rec->ss.start_ns);
+	if (err) {
+		sp_err("cannot set the trace's start: %s", strerror(-err));
+		return err;
+	}
 	rec->rb = ring_buffer__new(bpf_map__fd(rec->qp.skel->maps.events),
 				   on_event, rec, NULL);
 	if (!rec->rb) {
@@ -325,6 +334,8 @@ void recorder__destroy(struct recorder *rec)
 	session__destroy(&rec->ss);
 	free(rec->names);
 	free(rec->only);
+	free(rec->only_buf);
+	rec->only_buf = NULL;
 	free(rec->titled);
 	rec->names = NULL;
 	rec->only = NULL;

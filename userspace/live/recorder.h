@@ -28,6 +28,7 @@ struct recorder {
 	struct name_key *names;	/* open addressing by (pid, addr) */
 	uint32_t nnames, cap;
 	char **only;		/* --only: names to keep, NULL-terminated */
+	char *only_buf;		/* their bytes: a copy of the option */
 	uint64_t filtered;	/* events left out by --only */
 	uint32_t *titled;	/* pids given a title event, sorted */
 	size_t ntitled, titled_cap;
@@ -40,10 +41,10 @@ struct recorder {
 };
 
 /* Sets up the session of so with the query provider, writing to w; only
- * (modified: split in place) is --only's NAME,NAME list or NULL. 0 or
+ * is --only's NAME,NAME list or NULL. 0 or
  * -errno; recorder__destroy() in every case. */
 int recorder__init(struct recorder *rec, const struct session_opts *so,
-		   struct trace_writer *w, char *only);
+		   struct trace_writer *w, const char *only);
 /* Starts the session and records until it ends (session__run()); a chunk
  * is ended every second, so a crash loses about a second at most. 0 or
  * -errno (reported). */

@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +30,17 @@
 #include <unistd.h>
 #include "parse.h"
 #include "clock.h"
+#include "detach_behind.h"
 #include "elf_notes.h"
 #include "history_db.h"
 #include "launch.h"
 #include "log.h"
 #include "privileges.h"
 #include "proc_maps.h"
+#include "proc_pid.h"
 #include "run_store.h"
 #include "session.h"
+#include "site_guard.h"
 #include "spec_precheck.h"
 #include "vec.h"
 
@@ -158,6 +162,9 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	case 0x1007:
 		o->follow = true;
 		return 1;
+	case 0x1008:
+		o->query_keys = true;
+		return 1;
 	case 0x1001:
 	case 0x1002:
 		if (parse_long(arg, 16, 1 << 24, &v)) {
@@ -186,6 +193,29 @@ void session_opts__free(struct session_opts *o)
 	o->nqspecs = 0;
 }
 
+/* Every -p PID a live user process whose mappings we may read: one line
+ * each that is not. Without the privileges to trace (said already), files
+ * we may not read are the same problem, not another line. 0 or -EINVAL. */
+static int check_pids(const struct session_opts *o, bool privileged)
+{
+	char why[256], comm[64];
+	int i, e, err = 0;
+
+	for (i = 0; i < o->npids; i++) {
+		e = proc_pid__traceable((int)o->pids[i], why, sizeof(why));
+		if (!e || (e == -EACCES && !privileged))
+			continue;
+		if (e == -ENOENT)	/* no comm to name */
+			sp_err("pid %d: %s", (int)o->pids[i], why);
+		else
+			sp_err("pid %d (%s): %s", (int)o->pids[i],
+			       proc_pid__comm((int)o->pids[i], comm, sizeof(comm)),
+			       why);
+		err = -EINVAL;
+	}
+	return err;
+}
+
 int session_opts__check(const struct session_opts *o)
 {
 	if (!o->npids && !o->cmd && !o->nbinaries) {
@@ -198,29 +228,15 @@ int session_opts__check(const struct session_opts *o)
 	}
 	if (query_spec__check_unique(o->qspecs, o->nqspecs))
 		return -EINVAL;
+	if (o->query_keys && o->record) {
+		sp_err("--query-keys: not with record (a recording keeps each query's name, not its key; use sptrace -- CMD or sptrace serve)");
+		return -EINVAL;
+	}
 	if (o->follow && !o->cmd && !o->npids) {
 		sp_err("--follow follows the processes a command or a -p PID starts (use: sptrace --follow -- CMD, or -p PID --follow; -b traces every process of a file already)");
 		return -EINVAL;
 	}
 	return 0;
-}
-
-static char *comm_of(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	buf[0] = 0;
-	f = fopen(path, "r");
-	if (f) {
-		if (fgets(buf, (int)len, f))
-			buf[strcspn(buf, "\n")] = 0;
-		fclose(f);
-	}
-	if (!buf[0])
-		snprintf(buf, len, "?");
-	return buf;
 }
 
 /*
@@ -288,13 +304,8 @@ int session_opts__precheck(const struct session_opts *o)
 	 * other problem of the command line. */
 	if (privileges__check())
 		err = -EINVAL;
-	for (i = 0; i < o->npids; i++) {
-		if (kill(o->pids[i], 0) && errno == ESRCH) {
-			sp_err("pid %d: no such process (check the PID)",
-			       (int)o->pids[i]);
-			err = -EINVAL;
-		}
-	}
+	if (check_pids(o, !err))
+		err = -EINVAL;
 	for (i = 0; i < o->nbinaries; i++) {
 		if (stat(o->binaries[i], &st)) {
 			e = errno;
@@ -320,6 +331,9 @@ int session_opts__precheck(const struct session_opts *o)
 	}
 	if (spec_precheck__targets(o))
 		err = -EINVAL;
+	/* Only targets found sound: an unreadable one has no probes to see. */
+	if (!err && spec_precheck__sp(o))
+		err = -EINVAL;
 	for (i = 0; !err && i < o->nbinaries; i++)
 		if (precheck_funcs(o, o->binaries[i], o->binaries[i]))
 			err = -EINVAL;
@@ -332,20 +346,6 @@ int session_opts__precheck(const struct session_opts *o)
 			err = -EINVAL;
 	}
 	return err;
-}
-
-static int check_pids_exist(const struct session_opts *o)
-{
-	int i;
-
-	for (i = 0; i < o->npids; i++) {
-		if (kill(o->pids[i], 0) && errno == ESRCH) {
-			sp_err("pid %d: no such process (check the PID)",
-			       (int)o->pids[i]);
-			return -ESRCH;
-		}
-	}
-	return 0;
 }
 
 /* Attaches every provider for pid (path: see session_provider.attach).
@@ -514,6 +514,30 @@ static int follow_pid_tree(struct session *ss, pid_t root)
 	return 0;
 }
 
+/* The name locator, loading while the probes are attached, for the first
+ * provider with query names. Best effort. */
+static void start_locator(struct session *ss)
+{
+	int i, names, unread;
+
+	for (i = 0; i < ss->nproviders; i++) {
+		const struct session_provider *p = &ss->providers[i];
+
+		if (p->name_maps && !p->name_maps(p->ctx, &names, &unread)) {
+			name_locator__start(&ss->names, names, unread);
+			return;
+		}
+	}
+}
+
+/* The loader watch also locates, at each unload, the query names BPF
+ * could not read. */
+static void locate_names(struct session *ss)
+{
+	if (ss->dlw.skel)
+		dl_watch__locate_names(&ss->dlw, &ss->names);
+}
+
 static int attach_pids(struct session *ss)
 {
 	const struct session_opts *o = ss->o;
@@ -522,12 +546,13 @@ static int attach_pids(struct session *ss)
 
 	/* --follow: a followed process that dlopen()s is stopped and
 	 * attached at the loader, as in launch mode; else watched only. */
-	if (o->follow ? dl_watch__open_follow(&ss->dlw,
+	if (o->follow ? dl_watch__open_follow(&ss->dlw, &ss->stops,
 					      follow__followed_fd(&ss->fol),
 					      follow__events_fd(&ss->fol),
 					      follow__errors_fd(&ss->fol)) :
-			dl_watch__open(&ss->dlw, false))
+			dl_watch__open(&ss->dlw, NULL))
 		sp_warn("cannot watch dynamic loaders: libraries loaded after attaching are not traced");
+	locate_names(ss);
 
 	for (i = 0; i < o->npids; i++) {
 		pid_t pid = o->pids[i];
@@ -560,7 +585,7 @@ static int attach_pids(struct session *ss)
 			return n;	/* reported by the attacher */
 		if (n == 0) {
 			sp_err("pid %d (%s): no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
-			       (int)pid, comm_of(pid, comm, sizeof(comm)));
+			       (int)pid, proc_pid__comm((int)pid, comm, sizeof(comm)));
 			return -ENOENT;
 		}
 		addr_spaces__snapshot(&ss->spaces, pid);
@@ -571,9 +596,20 @@ static int attach_pids(struct session *ss)
 		ss->alive[i] = true;
 		ss->exec_ids[i] = exec_id(pid);
 		sp_info("pid %d (%s): %d probe sites attached", (int)pid,
-			comm_of(pid, comm, sizeof(comm)), n);
+			proc_pid__comm((int)pid, comm, sizeof(comm)), n);
 	}
 	return 0;
+}
+
+/* A -b file, held open: the names located in processes that exited before
+ * a scan read their mappings are read from it. */
+static void hold_file(struct session *ss, const char *path)
+{
+	int err = addr_spaces__hold_file(&ss->spaces, path);
+
+	if (err)
+		sp_info("%s: cannot hold it open (%s): names in its processes that exit within 200 ms may be unreadable",
+			path, strerror(-err));
 }
 
 /*
@@ -601,6 +637,7 @@ static int attach_binaries(struct session *ss)
 		n = attach_all(ss, -1, path);
 		if (n < 0)
 			return n;
+		hold_file(ss, path);
 		if (!n) {
 			sp_err("%s: no sp probes in this file (instrument it with probes/sp_probe.h; see sptrace list %s)",
 			       path, path);
@@ -631,6 +668,8 @@ static void check_replaced(struct session *ss)
 		ss->bin_ids[i].dev = st.st_dev;
 		ss->bin_ids[i].ino = st.st_ino;
 		n = attach_all(ss, -1, path);
+		if (n >= 0)
+			hold_file(ss, path);
 		if (n < 0)
 			sp_warn("%s: replaced on disk while traced; the new file cannot be attached (%s): processes started from it are not traced",
 				path, strerror(-n));
@@ -785,8 +824,17 @@ const char *session__command(struct session *ss)
 
 static int start_command(struct session *ss)
 {
-	int err;
+	int err, watch;
 
+	/* What does not need the child comes before it exists (the BPF
+	 * programs are loaded already): the child is held before its exec
+	 * only while its executable is attached. */
+	watch = ss->o->follow ?
+		dl_watch__open_follow(&ss->dlw, &ss->stops,
+				      follow__followed_fd(&ss->fol),
+				      follow__events_fd(&ss->fol),
+				      follow__errors_fd(&ss->fol)) :
+		dl_watch__open(&ss->dlw, &ss->stops);
 	err = launch__fork(&ss->launch, ss->o->cmd);
 	if (err)
 		return err;
@@ -805,14 +853,10 @@ static int start_command(struct session *ss)
 	err = attach_all(ss, ss->launch.pid, ss->launch.path);
 	if (err < 0)
 		return err;
-	err = ss->o->follow ?
-		dl_watch__open_follow(&ss->dlw, follow__followed_fd(&ss->fol),
-				      follow__events_fd(&ss->fol),
-				      follow__errors_fd(&ss->fol)) :
-		dl_watch__open(&ss->dlw, true);
-	if (!err)
-		err = dl_watch__attach(&ss->dlw, ss->launch.pid,
-				       ss->launch.path);
+	if (!watch)
+		locate_names(ss);
+	err = watch ? watch : dl_watch__attach(&ss->dlw, ss->launch.pid,
+					       ss->launch.path);
 	if (err)
 		sp_warn("cannot watch the dynamic loader of '%s' (%s): probes of its libraries are not attached",
 			ss->launch.path, strerror(-err));
@@ -855,7 +899,7 @@ static int start_follow(struct session *ss)
 {
 	int i, err;
 
-	err = follow__open(&ss->fol, follow_event, ss);
+	err = follow__open(&ss->fol, &ss->stops, follow_event, ss);
 	if (err)
 		return err;
 	for (i = 0; i < ss->nproviders; i++) {
@@ -894,6 +938,8 @@ void session__init(struct session *ss, const struct session_opts *o)
 	memset(ss, 0, sizeof(*ss));
 	ss->o = o;
 	ss->sfd = -1;
+	ss->behind_fd = -1;
+	stop_release__init(&ss->stops);
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		ss->pidfds[i] = -1;
 }
@@ -909,33 +955,64 @@ int session__add(struct session *ss, const struct session_provider *p)
 int session__start(struct session *ss)
 {
 	const struct session_opts *o = ss->o;
-	int err;
+	uint64_t t0 = now_ns(), t1;
+	int err, guard_err;
 
 	sp_log_setup_libbpf();
-	if (check_pids_exist(o) || privileges__check())
+	if (privileges__check() || check_pids(o, true))
 		return -EINVAL;
 	err = setup_signals(ss);
 	if (err) {
 		sp_err("cannot set up signal handling: %s", strerror(-err));
 		return err;
 	}
-	err = o->follow ? start_follow(ss) : 0;
+	/* How per-event sites are kept safe for forked children: decided
+	 * now, before the BPF programs make this process larger to fork,
+	 * and a bad SPTRACE_SITE_GUARD is refused before anything loads.
+	 * Its self-test runs beside the load (site_guard__decide()). */
+	err = site_guard__decide();
+	/* Launch mode and --follow stop processes (-p alone never does):
+	 * the releaser first, small to fork; it keeps no fd of sptrace's but
+	 * its maps and pipe (the self-test's thread may run meanwhile: the
+	 * releaser runs async-signal-safe code only). */
+	if (!err && (o->cmd || o->follow))
+		err = stop_release__open(&ss->stops);
+	if (!err && o->follow)
+		err = start_follow(ss);
 	if (!err)
 		err = load_all(ss);
+	if (!err)
+		start_locator(ss);
+	guard_err = site_guard__decided();	/* joined whatever happened */
+	if (!err)
+		err = guard_err;
 	if (err)
 		return err;
+	t1 = now_ns();
 	err = o->cmd ? start_command(ss) :
 	      o->nbinaries ? attach_binaries(ss) : attach_pids(ss);
 	if (err)
 		return err;
-	/* Every site is attached: count from now on. */
-	arm_all(ss, true);
+	name_locator__attach_exits(&ss->names);
+	/* Every site is attached: count from now on. The start is read
+	 * first: every event counted comes after it. */
 	ss->start_ns = now_ns();
+	ss->start_realtime_ns = clock__ns(CLOCK_REALTIME);
+	arm_all(ss, true);
+	/* -v: how long it took (the readiness line of tests/e2e/sptest.py
+	 * with -d, where no "Ctrl-C" line follows). */
+	sp_info("tracing %zu probe sites, %.0f ms after start (BPF programs loaded in %.0f ms, sites attached in %.0f ms)",
+		ss->sites, (double)(ss->start_ns - t0) / 1e6,
+		(double)(t1 - t0) / 1e6, (double)(ss->start_ns - t1) / 1e6);
 	if (o->cmd)
 		return launch__go(&ss->launch, o->cmd[0]);
+	/* The readiness line: -d counts its seconds from here. */
 	if (!o->duration_s)
 		fprintf(stderr, "sptrace: tracing %zu probe sites; Ctrl-C to stop\n",
 			ss->sites);
+	else
+		fprintf(stderr, "sptrace: tracing %zu probe sites for %g s\n",
+			ss->sites, o->duration_s);
 	return 0;
 }
 
@@ -967,7 +1044,8 @@ static void reap_child(struct session *ss, bool *stop)
 						strerror(-n));
 				addr_spaces__snapshot(&ss->spaces,
 						      ss->launch.pid);
-				kill(ss->launch.pid, SIGCONT);
+				stop_release__continue(&ss->stops,
+						       ss->launch.pid);
 			}
 			continue;
 		}
@@ -1018,6 +1096,19 @@ static void attach_late_libraries(struct session *ss)
 	}
 }
 
+/* The session's targets are gone: with --follow, the command and its
+ * descendants; every -p target (live of them still running) and, followed,
+ * its tree. */
+static bool targets_gone(struct session *ss, int live)
+{
+	const struct session_opts *o = ss->o;
+
+	if (o->follow && ss->child_exited && !follow__live(&ss->fol))
+		return true;
+	return o->npids && !live &&
+	       !(o->follow && follow__live(&ss->fol) > 0);
+}
+
 static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 {
 	const struct session_opts *o = ss->o;
@@ -1037,11 +1128,8 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 						follow__poll_fd(&ss->fol) : -1,
 					  .events = POLLIN };
 		nfixed = n = 3;
-		if (o->follow) {
-			if (ss->child_exited && !follow__live(&ss->fol))
-				break;	/* the command and its descendants */
-			timeout = 50;	/* to see them end */
-		}
+		if (o->follow)
+			timeout = 50;	/* to see the followed processes end */
 		for (i = 0; i < o->npids; i++) {
 			if (!ss->alive[i])
 				continue;
@@ -1049,9 +1137,8 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 			pfd[n++] = (struct pollfd){ .fd = ss->pidfds[i],
 						    .events = POLLIN };
 		}
-		if (o->npids && !live &&
-		    !(o->follow && follow__live(&ss->fol) > 0))
-			break;	/* every target (and, followed, its tree) exited */
+		if (targets_gone(ss, live))
+			break;
 		if (o->duration_s > 0) {
 			double left = o->duration_s -
 				      (double)(now_ns() - ss->start_ns) / 1e9;
@@ -1084,28 +1171,79 @@ static int wait_loop(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 		check_execs(ss);
 		if (!ss->launched && dl_watch__changed(&ss->dlw))
 			attach_late_libraries(ss);
+		stop_release__check(&ss->stops);
 		scan_binaries(ss);
+		/* Exits of -p targets before the callback, so that its call in
+		 * the loop's last round knows it is the last: a tick of
+		 * --interval there would be a regular one after the end, and
+		 * the final tick empty (an ASan build: 4 runs in 5, the
+		 * command's exit seen 9-30 ms after a tick's grid time). */
+		for (i = 0, n = nfixed, live = 0; i < o->npids; i++) {
+			if (!ss->alive[i])
+				continue;
+			if (pfd[n].revents & (POLLIN | POLLHUP | POLLERR)) {
+				ss->alive[i] = false;
+				sp_info("pid %d exited", (int)o->pids[i]);
+			} else {
+				live++;
+			}
+			n++;
+		}
+		ss->ending = stop || targets_gone(ss, live);
 		if (fn) {
 			err = fn(ctx);
 			if (err < 0)
 				return err;
 			again = err > 0;
 		}
-		for (i = 0, n = nfixed; i < o->npids; i++) {
-			if (!ss->alive[i])
-				continue;
-			if (pfd[n].revents & (POLLIN | POLLHUP | POLLERR)) {
-				ss->alive[i] = false;
-				sp_info("pid %d exited", (int)o->pids[i]);
-			}
-			n++;
-		}
 	}
 	return 0;
 }
 
+/* The loader watch, gone once tracing stopped (see session__run()). */
+static void *unwatch_loaders(void *arg)
+{
+	dl_watch__destroy(arg);
+	return NULL;
+}
+
+/* The session is over and no process it traced is left to run a site:
+ * the command exited, and with it (--follow) its descendants; no -p
+ * target, no -b file that any process may run. Not with a site guard
+ * mode forced (tests, diagnosis): a forced DIRECT's uprobes, made calls,
+ * would be shared by the next run's pins, which then refuse the file. */
+static bool none_left(struct session *ss)
+{
+	const struct session_opts *o = ss->o;
+
+	/* Not with --follow: its links are on the files, for every process,
+	 * so a next process of the same file would meet them while the
+	 * keeper unregisters them: its semaphores raised, its batches
+	 * drained into this session's maps (a per-event run right after a
+	 * --follow run of the same host lost 6-16% of its events). */
+	return ss->launched && ss->child_exited && !o->npids &&
+	       !o->nbinaries && !o->follow && !site_guard__forced();
+}
+
+/* Their uprobes are unregistered after sptrace exits, by a process of
+ * their own (detach_behind.c): the command's end is not held up by it. */
+static void detach_behind(struct session *ss)
+{
+	int fd = detach_behind__start();
+
+	if (fd < 0) {
+		sp_info("cannot detach in the background (%s): detaching here",
+			strerror(-fd));
+		return;
+	}
+	ss->behind_fd = fd;
+	sp_info("the command and all it ran have exited: its uprobes are unregistered in the background, after sptrace ends");
+}
+
 int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 {
+	pthread_t unwatch;
+	bool unwatching;
 	int err, i;
 
 	err = wait_loop(ss, fd, fn, ctx);
@@ -1116,14 +1254,31 @@ int session__run(struct session *ss, int fd, session_poll_fn fn, void *ctx)
 	ss->stop_ns = now_ns();
 	ss->next_scan_ns = 0;
 	scan_binaries(ss);	/* the processes still there, for their names */
+	/* Nothing is attached from here on: the loader watch goes now, in
+	 * a thread, as closing its uprobe waits for a grace period as the
+	 * providers' links do (100-300 ms on a loaded machine), and both
+	 * waits then overlap. */
+	unwatching = !pthread_create(&unwatch, NULL, unwatch_loaders,
+				     &ss->dlw);
+	if (none_left(ss))
+		detach_behind(ss);
 	for (i = 0; i < ss->nproviders; i++)
 		ss->providers[i].detach(ss->providers[i].ctx);
+	if (unwatching)
+		pthread_join(unwatch, NULL);
+	sp_info("probe sites detached in %.0f ms",
+		(double)(now_ns() - ss->stop_ns) / 1e6);
 	/* What the ring buffer still holds was counted: drain it. */
 	if (!err && fn) {
 		err = fn(ctx);
 		if (err > 0)
 			err = 0;	/* "again": the session is over */
 	}
+	/* A command that might have loaded probes (the check before the
+	 * run let it go) and did not. */
+	if (!err && ss->launched && !ss->sites && session_opts__sp_only(ss->o))
+		sp_warn("'%s' has no sp probes in its executable or libraries (instrument it with probes/sp_probe.h)",
+			session__command(ss));
 	return err;
 }
 
@@ -1164,7 +1319,7 @@ void session__destroy(struct session *ss)
 			 * to exit; its status becomes ours. */
 			kill(ss->launch.pid, ss->stop_signal ? ss->stop_signal
 							     : SIGTERM);
-			kill(ss->launch.pid, SIGCONT);
+			stop_release__continue(&ss->stops, ss->launch.pid);
 			for (i = 0; i < 100; i++) {
 				if (waitpid(ss->launch.pid, &status, WNOHANG) ==
 				    ss->launch.pid) {
@@ -1182,11 +1337,14 @@ void session__destroy(struct session *ss)
 	free(ss->desc);
 	ss->script = ss->last_exe = ss->desc = NULL;
 	dl_watch__destroy(&ss->dlw);
+	name_locator__destroy(&ss->names);
 	/* After the loader watch, which reports into its ring buffer. */
 	if (ss->fol.skel) {
 		follow__report(&ss->fol);
 		follow__destroy(&ss->fol);
 	}
+	/* No program can stop a process now: the releaser goes. */
+	stop_release__close(&ss->stops);
 	for (i = 0; i < ss->nproviders; i++)
 		ss->providers[i].destroy(ss->providers[i].ctx);
 	ss->nproviders = 0;
@@ -1202,6 +1360,10 @@ void session__destroy(struct session *ss)
 	ss->sfd = -1;
 	for (i = 0; i < SESSION_MAX_PIDS; i++)
 		ss->pidfds[i] = -1;
+	/* The last: the uprobes go once this process is done with them. */
+	if (ss->behind_fd >= 0)
+		close(ss->behind_fd);
+	ss->behind_fd = -1;
 }
 
 int session__describe(const struct session *ss, char **command)
@@ -1224,7 +1386,8 @@ int session__describe(const struct session *ss, char **command)
 
 int session__store(const struct session *ss, struct history_db *h,
 		   const char *label, const char *source, int64_t started_at,
-		   const struct summary *s, const struct mem_report *mr)
+		   const struct summary *s, const struct mem_report *mr,
+		   int64_t *id)
 {
 	const struct session_opts *o = ss->o;
 	int pid = ss->launched ? (int)ss->launch.pid : 0;
@@ -1236,5 +1399,5 @@ int session__store(const struct session *ss, struct history_db *h,
 		.nbinaries = o->nbinaries,
 	};
 
-	return run_store(h, label, source, &orig, started_at, s, mr);
+	return run_store(h, label, source, &orig, started_at, s, mr, id);
 }

@@ -18,36 +18,10 @@
 #include "dl_watch.h"
 #include "follow.h"
 #include "launch.h"
+#include "name_locator.h"
 #include "query_spec.h"
-
-#define SESSION_MAX_PIDS 256
-#define SESSION_MAX_FUNCS 32
-
-
-struct session_opts {
-	pid_t pids[SESSION_MAX_PIDS];
-	int npids;
-	char **cmd;			/* launch mode */
-	bool follow;			/* --follow: CMD's descendants too */
-	const char *binaries[SESSION_MAX_PIDS];	/* -b: every process of */
-	int nbinaries;
-	const char *funcs[SESSION_MAX_FUNCS];	/* --func [LIB:]GLOB */
-	int nfuncs;
-	bool func_unsafe;		/* --func-unsafe: also where C++ throws */
-	struct query_spec *qspecs;	/* --query, --query-file (owned) */
-	int nqspecs;
-	double duration_s;		/* 0: until stopped */
-	unsigned int max_queries;	/* 0: default */
-	unsigned int max_threads;
-	/* record: events to the ring buffer, only these probe classes
-	 * (1 << enum sp_event_class) attached. */
-	bool record;
-	uint32_t classes;
-	uint32_t ringbuf_bytes;		/* 0: default */
-	/* serve: latencies counted by ladder slot (sptrace/ladder.h), not
-	 * by fine bucket; no percentile can be read from them. */
-	bool hist_ladder;
-};
+#include "session_opts.h"
+#include "stop_release.h"
 
 /* Called from the wait loop when `fd` is readable and every 50 ms. 0,
  * -errno to end the session, or 1: call again without waiting. */
@@ -85,6 +59,11 @@ struct session_provider {
 	 * runs (often more: the provider checks its own clock). NULL: none. */
 	void (*tick)(void *ctx);
 	unsigned int tick_ms;
+	/* After load: the fds of the map of query names (query_abi.h's
+	 * `names`) and of the processes with one BPF could not read
+	 * (`unread_names`), which the name locator locates in their files
+	 * (name_locator.h). 0 or -ENOENT; NULL: none. */
+	int (*name_maps)(void *ctx, int *names_fd, int *unread_fd);
 };
 
 #define SESSION_MAX_PROVIDERS 4
@@ -104,7 +83,10 @@ struct session {
 	struct launch launch;
 	bool launched;
 	struct dl_watch dlw;		/* libraries mapped after attaching */
+	struct name_locator names;	/* where unread query names lie */
 	struct follow fol;		/* --follow */
+	struct stop_release stops;	/* launch, --follow: stops that end
+					 * if sptrace dies */
 	size_t sites;			/* probe sites attached, all providers */
 	int sfd;			/* signalfd: INT, TERM, CHLD */
 	int pidfds[SESSION_MAX_PIDS];
@@ -112,13 +94,23 @@ struct session {
 	uint64_t exec_ids[SESSION_MAX_PIDS];	/* -p: to see an exec */
 	int child_status;
 	bool child_exited;
+	int behind_fd;			/* detach_behind.c's pipe, or -1 */
 	/* -b: the files traced, to find their processes for names. */
 	struct { uint64_t dev, ino; } bin_ids[SESSION_MAX_PIDS];
 	uint64_t next_scan_ns;
 	struct scan_pid *scanned;	/* every process of the last scan */
 	size_t nscanned;
 	int stop_signal;
-	uint64_t start_ns, stop_ns;	/* CLOCK_MONOTONIC, armed..disarmed */
+	/* CLOCK_MONOTONIC, armed..disarmed: the run's duration starts
+	 * when counting does, not when sptrace did (the BPF load, the
+	 * attach are not traced time). start_realtime_ns: the same instant
+	 * by CLOCK_REALTIME, the date of the run. */
+	uint64_t start_ns, stop_ns;
+	/* The wait loop's last round: the command ended, the targets did,
+	 * or a signal asked to stop; what its callback counts now is the
+	 * last it sees before stop_ns is set. */
+	bool ending;
+	uint64_t start_realtime_ns;
 	/* Launch mode: the "#!" line when CMD is a script, the program the
 	 * command last ran (at its loader's last stop), and what messages
 	 * call the command (session__command()). All malloc'd or NULL. */
@@ -142,14 +134,17 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 #define SESSION_QUERY_OPTS                                                     \
 	{ "query", required_argument, NULL, 0x1005 },                          \
 	{ "query-file", required_argument, NULL, 0x1006 },                     \
-	{ "follow", no_argument, NULL, 0x1007 }
+	{ "follow", no_argument, NULL, 0x1007 },                               \
+	{ "query-keys", no_argument, NULL, 0x1008 }
 /* Frees what parsing allocated (the --query specs). */
 void session_opts__free(struct session_opts *o);
 /* Cross-option checks; reports and returns -EINVAL. */
 int session_opts__check(const struct session_opts *o);
 /* The targets as far as they can be checked before anything is loaded:
- * every -p PID exists, every -b PATH is a file, CMD can be found and run.
- * Every problem is reported, one line each. 0 or -EINVAL. */
+ * every -p PID is a live user process whose mappings can be read, every
+ * -b PATH is a file, CMD can be found and run, and they have the probes
+ * the run needs (spec_precheck.h). Every problem is reported, one line
+ * each. 0 or -EINVAL. */
 int session_opts__precheck(const struct session_opts *o);
 /* What messages about the launched command call it: CMD, or for a script
  * "CMD (a script, #!LINE, that ran PROGRAM)", so an error about probes not
@@ -165,11 +160,13 @@ struct summary;
 int session__describe(const struct session *ss, char **command);
 /* Stores the finished run of ss in h (run_store.h): what it traced (the
  * command launched, or its pids and binaries), label, source ("live",
- * "record", "mem"), its start time, the summary and mr when non-NULL.
- * 0 or -errno (reported). */
+ * "record", "mem", "bench"), its start time, the summary and mr when
+ * non-NULL; the new run's id in *id (may be NULL). 0 or -errno
+ * (reported). */
 int session__store(const struct session *ss, struct history_db *h,
 		   const char *label, const char *source, int64_t started_at,
-		   const struct summary *s, const struct mem_report *mr);
+		   const struct summary *s, const struct mem_report *mr,
+		   int64_t *id);
 
 /* Before start: zeroes the session and sets its options. */
 void session__init(struct session *ss, const struct session_opts *o);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * --query probes against the files each target will have, in the one pass
- * of checks before tracing (the rules: spec_precheck.h).
+ * The probes a session needs (sp probes, --query specs) against the files
+ * each target will have, in the one pass of checks before tracing (the
+ * rules: spec_precheck.h).
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@
 #include "launch.h"
 #include "log.h"
 #include "proc_maps.h"
+#include "proc_pid.h"
+#include "query_spec.h"
 #include "spec_precheck.h"
 #include "usdt_args.h"
 #include "vec.h"
@@ -320,6 +324,146 @@ static int check_command(const struct session_opts *o)
 	free(prog);
 	free(shown);
 	return err == -ENOMEM ? -EINVAL : err;
+}
+
+/* Sites of provider "sp" in the set. */
+static size_t set_sp_sites(const struct probe_set *s)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->n; i++)
+		n += usdt_file__count(s->v[i], "sp");
+	return n;
+}
+
+/* A process whose maps listed `nfiles` executable files is still there:
+ * one exiting has given its mappings up (none listed) or is gone or a
+ * zombie by now, and is said to have exited, not to lack probes. */
+static bool still_there(pid_t pid, size_t nfiles)
+{
+	char why[160];
+	int t;
+
+	if (!nfiles)
+		return false;
+	t = proc_pid__traceable((int)pid, why, sizeof(why));
+	return t != -ENOENT && t != -ESRCH;
+}
+
+/* -p: each process on its own, as attaching refuses each. One that cannot
+ * be read was said by the PID check. */
+static int sp_pids(const struct session_opts *o)
+{
+	char comm[64];
+	int i, err = 0;
+
+	for (i = 0; i < o->npids; i++) {
+		struct probe_set s = { 0 };
+
+		if (proc_maps__for_each_exec_file(o->pids[i], pid_file, &s) < 0 ||
+		    set_sp_sites(&s)) {
+			set_free(&s);
+			continue;
+		}
+		if (!still_there(o->pids[i], s.n))
+			sp_err("pid %d: exited before it could be attached",
+			       (int)o->pids[i]);
+		else
+			sp_err("pid %d (%s): no sp probes in its executable or libraries (instrument it with probes/sp_probe.h; sptrace list -p %d shows its probes)",
+			       (int)o->pids[i],
+			       proc_pid__comm((int)o->pids[i], comm, sizeof(comm)),
+			       (int)o->pids[i]);
+		err = -EINVAL;
+		set_free(&s);
+	}
+	return err;
+}
+
+/* -b: each file on its own (only it is attached); when a library it needs
+ * has sp probes, the line names it. One that cannot be read was said by
+ * the -b check. */
+static int sp_binaries(const struct session_opts *o)
+{
+	char hint[PATH_MAX + 64];
+	struct elf_deps d = { 0 };
+	struct usdt_file *f;
+	size_t i, n;
+	int k, err = 0;
+
+	for (k = 0; k < o->nbinaries; k++) {
+		if (usdt_file__open(o->binaries[k], &f, NULL))
+			continue;
+		n = usdt_file__count(f, "sp");
+		usdt_file__free(f);
+		if (n)
+			continue;
+		hint[0] = 0;
+		if (!elf_deps__closure(o->binaries[k], &d)) {
+			for (i = 1; i < d.n && !hint[0]; i++) {
+				if (usdt_file__open(d.paths[i], &f, NULL))
+					continue;
+				if (usdt_file__count(f, "sp"))
+					snprintf(hint, sizeof(hint),
+						 "; %s, which it loads, has some: add -b %s",
+						 d.paths[i], d.paths[i]);
+				usdt_file__free(f);
+			}
+			elf_deps__free(&d);
+		}
+		sp_err("%s: no sp probes in this file (instrument it with probes/sp_probe.h; sptrace list %s shows its probes%s)",
+		       o->binaries[k], o->binaries[k], hint);
+		err = -EINVAL;
+	}
+	return err;
+}
+
+/* -- CMD: its program and DT_NEEDED closure. None with an sp probe is
+ * refused when nothing can load more; else the run's end says it. */
+static int sp_command(const struct session_opts *o)
+{
+	struct elf_deps d = { 0 };
+	struct probe_set s = { 0 };
+	char *prog, *shown;
+	size_t i;
+	int err;
+
+	if (command_program(o->cmd[0], &prog, &shown))
+		return 0;	/* the command check says why */
+	err = elf_deps__closure(prog, &d);
+	for (i = 0; !err && i < d.n; i++)
+		err = set_add(&s, d.paths[i], d.paths[i]);
+	if (!err && !set_sp_sites(&s)) {
+		if (o->follow || d.loads_later)
+			sp_info("%s: no sp probes in %s or its libraries before it runs; not refused: %s",
+				shown, prog, o->follow ?
+				"--follow traces the programs its children run" :
+				d.late_why);
+		else {
+			sp_err("%s: no sp probes in %s or its libraries, and it loads no others (instrument it with probes/sp_probe.h; sptrace list FILE shows a file's probes)",
+			       shown, prog);
+			err = -EINVAL;
+		}
+	}
+	elf_deps__free(&d);
+	set_free(&s);
+	free(prog);
+	free(shown);
+	return err == -EINVAL ? err : 0;	/* not ELF: exec says why */
+}
+
+int spec_precheck__sp(const struct session_opts *o)
+{
+	int err = 0;
+
+	if (!session_opts__sp_only(o))
+		return 0;
+	if (sp_pids(o))
+		err = -EINVAL;
+	if (sp_binaries(o))
+		err = -EINVAL;
+	if (o->cmd && sp_command(o))
+		err = -EINVAL;
+	return err;
 }
 
 int spec_precheck__targets(const struct session_opts *o)

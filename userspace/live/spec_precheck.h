@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The --query probes checked against the files the targets will have,
- * before any BPF is loaded or any command starts (session_opts__precheck):
+ * The probes a session needs checked against the files the targets will
+ * have, before any BPF is loaded or any command starts
+ * (session_opts__precheck): its sp probes when they are all it counts
+ * (session_opts__sp_only()), and its --query probes, by these rules:
  *
  *   -p PID     the files PID maps now: a probe in none of them is refused
  *              (exactly what attaching would refuse).
@@ -25,9 +27,12 @@
 #ifndef SPTRACE_SPEC_PRECHECK_H
 #define SPTRACE_SPEC_PRECHECK_H
 
-#include "session.h"
+#include "session_opts.h"
 
-/* One line per probe refused. 0 or -EINVAL. */
+/* --query: one line per probe refused. 0 or -EINVAL. */
 int spec_precheck__targets(const struct session_opts *o);
+/* sp probes, by the same rules, each -p process and -b file on its own:
+ * one line per target that has none. 0 or -EINVAL. */
+int spec_precheck__sp(const struct session_opts *o);
 
 #endif /* SPTRACE_SPEC_PRECHECK_H */

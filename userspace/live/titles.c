@@ -7,16 +7,21 @@
  * That is one read of /proc/PID/cmdline per target per scan. Finding the targets mirrors
  * exited_rows__poll(): -p pids directly, -b files by the inode of
  * /proc/PID/exe, the launched command and, with --follow, every pid the
- * follow map holds; one pass over /proc every 200 ms at most.
+ * follow map holds; one pass over /proc every 200 ms at most. A process
+ * that lives less than that (a PostgreSQL backend of a short connection)
+ * has its title taken as it exits (exit_titles.c), where the kernel's BTF
+ * allows.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include "titles.h"
 #include "clock.h"
 #include "proc_title.h"
+#include "log.h"
 #include "session.h"
 
 void titles__init(struct titles *t, struct summary *s,
@@ -73,6 +78,51 @@ static bool is_target(const struct titles *t, uint32_t pid)
 	return false;
 }
 
+/* Said once for every way to fail. */
+static int watch_err(int err)
+{
+	if (err)
+		sp_err("--per-pid: cannot watch process exits for their titles: %s",
+		       strerror(-err));
+	return err;
+}
+
+int titles__watch_exits(struct titles *t)
+{
+	const struct session_opts *o = t->ss->o;
+	char path[64];
+	int i, err = exit_titles__open(&t->exits);
+
+	for (i = 0; !err && i < o->nbinaries; i++)
+		err = exit_titles__add_file(&t->exits, o->binaries[i]);
+	for (i = 0; !err && i < o->npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)o->pids[i]);
+		err = exit_titles__add_file(&t->exits, path);
+		if (err == -ENOENT || err == -ESRCH)
+			err = 0;	/* gone: the session says so */
+	}
+	if (err)
+		return watch_err(err);
+	/* A failure is said with -v: the scans alone title then. */
+	exit_titles__attach(&t->exits);
+	return 0;
+}
+
+int titles__watch_command(struct titles *t)
+{
+	const struct session *ss = t->ss;
+
+	return ss->launched ?
+	       watch_err(exit_titles__add_file(&t->exits, ss->launch.path)) : 0;
+}
+
+static int exit_title(void *ctx, uint32_t pid, const char *title)
+{
+	struct titles *t = ctx;
+
+	return summary__set_title(t->s, pid, title);
+}
+
 int titles__poll(struct titles *t)
 {
 	const struct session_opts *o = t->ss->o;
@@ -84,6 +134,8 @@ int titles__poll(struct titles *t)
 	if (now < t->next_scan_ns)
 		return 0;
 	t->next_scan_ns = now + 200000000ull;
+	/* The exits first: a process gone since is not read again. */
+	err = exit_titles__drain(&t->exits, exit_title, t);
 	for (i = 0; !err && i < o->npids; i++)
 		err = title_of(t, (uint32_t)o->pids[i], true);
 	if (err || (!o->nbinaries && !o->follow && !t->ss->launched))
@@ -107,9 +159,14 @@ int titles__poll(struct titles *t)
 int titles__refresh(struct titles *t)
 {
 	unsigned int i;
-	int err = 0;
+	int err = exit_titles__drain(&t->exits, exit_title, t);
 
 	for (i = 0; !err && i < t->s->nrows; i++)
 		err = title_of(t, t->s->rows[i].pid, true);
 	return err;
+}
+
+void titles__free(struct titles *t)
+{
+	exit_titles__close(&t->exits);
 }

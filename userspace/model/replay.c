@@ -138,7 +138,8 @@ int replay__event(struct replay *r, const struct trace_event *ev)
 	struct sp_thread_stack *st;
 	struct replay_thread *t;
 	struct sp_closed c;
-	bool begin;
+	bool begin, serial, abandon;
+	uint64_t flags;
 	int kind, res;
 
 	memset(&iv, 0, sizeof(iv));
@@ -177,16 +178,29 @@ int replay__event(struct replay *r, const struct trace_event *ev)
 	if (kind < 0)
 		return 0;	/* marks, allocations: not intervals */
 	/* --query events: arg1 = track + 1, arg2 = spec line + 1 (the tag
-	 * BPF gives the frame). Files from before carry 0: one stack. */
-	if (ev->arg1 && ev->arg1 < REPLAY_TRACKS &&
-	    ev->arg2 && ev->arg2 <= SP_SPEC_MAX_LINES) {
+	 * BPF gives the frame), with SP_SPEC_EV_SERIAL on a serial line's
+	 * BEGIN. Files from before carry 0: one stack. */
+	serial = begin && (ev->arg2 & SP_SPEC_EV_SERIAL);
+	abandon = !begin && (ev->arg2 & SP_SPEC_EV_ABANDON);
+	flags = SP_SPEC_EV_SERIAL | SP_SPEC_EV_ABANDON;
+	if (ev->arg1 && ev->arg1 < REPLAY_TRACKS && (ev->arg2 & ~flags) &&
+	    (ev->arg2 & ~flags) <= SP_SPEC_MAX_LINES) {
 		track = (uint32_t)ev->arg1;
-		tag = (uint32_t)ev->arg2;
+		tag = (uint32_t)(ev->arg2 & ~flags);
 	}
 	st = thread_stack(r, ev->pid, ev->tid, track, begin);
+	if (abandon) {	/* an abandon= probe: the line's frames are dead */
+		if (st && tag)
+			r->errors[SP_ERR_ABANDONED] +=
+				sp_stack_abandon_all(st, tag);
+		return 0;
+	}
 	if (begin) {
 		if (!st)
 			return -ENOMEM;
+		if (serial && tag)
+			r->errors[SP_ERR_ABANDONED] +=
+				sp_stack_abandon_tag(st, tag);
 		/* Frames hold the string id where BPF holds the pointer. */
 		if (sp_stack_push(st, ev->name_id, (uint32_t)kind, ev->ts_ns))
 			r->errors[SP_ERR_STACK_OVERFLOW]++;

@@ -34,6 +34,8 @@ static const char *const error_names[] = {
 	[SP_ERR_EVENTS_LOST] = "events_lost",
 	[SP_ERR_FUNC_UNWOUND] = "func_unwound",
 	[SP_ERR_BATCH_LOST] = "batch_lost",
+	[SP_ERR_ASYNC_FULL] = "async_map_full",
+	[SP_ERR_ABANDONED] = "abandoned",
 };
 _Static_assert(ARRAY_SIZE(error_names) == SP_ERR__MAX,
 	       "error_names[] must name every enum sp_error slot");
@@ -501,5 +503,6 @@ uint64_t summary__unbalanced(const struct summary *s)
 uint64_t summary__map_full(const struct summary *s)
 {
 	return s->errors[SP_ERR_QUERIES_FULL] + s->errors[SP_ERR_HIST_FULL] +
-	       s->errors[SP_ERR_NAMES_FULL] + s->errors[SP_ERR_THREADS_FULL];
+	       s->errors[SP_ERR_NAMES_FULL] + s->errors[SP_ERR_THREADS_FULL] +
+	       s->errors[SP_ERR_ASYNC_FULL];
 }

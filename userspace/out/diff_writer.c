@@ -193,8 +193,8 @@ int diff__write_table_fit(FILE *out, const struct diff *d,
 	for (i = 0; !err && i < d->nrows; i++)
 		err = table_row(&t, &d->rows[i], false);
 	if (!err) {
-		bname = text_table__display(base_name, UINT_MAX, &w);
-		nname = text_table__display(new_name, UINT_MAX, &w);
+		bname = text__display(base_name, UINT_MAX, &w);
+		nname = text__display(new_name, UINT_MAX, &w);
 		if (!bname || !nname)
 			err = -ENOMEM;
 	}

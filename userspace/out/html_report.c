@@ -16,6 +16,7 @@
  * come from the same summary arithmetic as everywhere else.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "diff.h"
 #include "html_report.h"
 #include "html_trace.h"
+#include "html_verdicts.h"
 #include "json_writer.h"
 #include "mem_writer.h"
 #include "text.h"
@@ -94,7 +96,9 @@ static const char css[] =
 	"svg .fr > rect { stroke: #fff; stroke-width: .5; }\n"
 	"svg .fr.k0 > rect { fill: #f2b66d; } svg .fr.k1 > rect { fill: #eb9a4f; } svg .fr.k2 > rect { fill: #f5cf8a; } svg .fr.k3 > rect { fill: #e68a3c; }\n"
 	"svg .fr.root > rect { fill: #ccc; }\n"
-	"svg .fr text, svg .lane text { font-size: 11px; }\n"
+	/* Monospace: html_trace.c fits each label to its frame by cells. */
+	"svg .fr text { font: 11px ui-monospace, monospace; }\n"
+	"svg .lane text { font-size: 11px; }\n"
 	"svg .sl { fill: #3b73c4; fill-opacity: .8; }\n"
 	"svg .sl:nth-of-type(2n) { fill: #6b93d4; }\n"
 	"footer { margin-top: 2em; color: #777; font-size: .9em; }\n";
@@ -679,7 +683,7 @@ static void write_table(FILE *out, const struct model *m)
 
 		fprintf(out, "<tr tabindex=\"0\" data-i=\"%u\"><td class=\"name\">",
 			i);
-		text__html(out, r->name);
+		text__html_display(out, r->name, UINT_MAX);
 		fputs("</td>", out);
 		row_cells(out, m, &n->st, n, &b->st, false);
 		if (m->base)
@@ -866,12 +870,12 @@ static void write_run_meta(FILE *out, const char *what,
 	text__fmt_ns(dur, sizeof(dur), s->duration_ns);
 	text__fmt_ns(self, sizeof(self), s->total_self_ns);
 	fprintf(out, "<div>%s: <span class=\"runname\">", what);
-	text__html(out, r->name ? r->name : "-");
+	text__html_display(out, r->name ? r->name : "-", UINT_MAX);
 	fprintf(out, "</span>, duration %s, %u queries, self time %s",
 		dur, s->nrows, self);
 	if (r->info) {
 		fputs(", <span class=\"runname\">", out);
-		text__html(out, r->info);
+		text__html_display(out, r->info, UINT_MAX);
 		fputs("</span>", out);
 	}
 	fputs("</div>\n", out);
@@ -882,8 +886,8 @@ static void write_run_meta(FILE *out, const char *what,
 			summary__map_full(s), s->lost);
 }
 
-int html_report__write(FILE *out, const char *title, const struct html_run *run,
-		       const struct html_run *base)
+static int write_page(FILE *out, const char *title, const struct html_run *run,
+		      const struct html_run *base, const struct html_verdicts *hv)
 {
 	struct model m;
 	int err;
@@ -903,10 +907,20 @@ int html_report__write(FILE *out, const char *title, const struct html_run *run,
 	      "<meta name=\"viewport\" content=\"width=device-width\">\n"
 	      "<meta name=\"generator\" content=\"sptrace " SPTRACE_VERSION "\">\n"
 	      "<title>", out);
-	text__html(out, title);
-	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", css);
-	text__html(out, title);
-	fputs("</h1>\n<div class=\"meta\">\n", out);
+	text__html_display(out, title, UINT_MAX);
+	fprintf(out, "</title>\n<style>\n%s%s</style>\n</head>\n<body>\n<h1>",
+		css, hv ? html_verdicts__css : "");
+	text__html_display(out, title, UINT_MAX);
+	fputs("</h1>\n", out);
+	if (hv) {
+		err = html_verdicts__write(out, hv);
+		if (err) {
+			model_free(&m);
+			return err;
+		}
+		fputs("<h2>The newest run of the new set</h2>\n", out);
+	}
+	fputs("<div class=\"meta\">\n", out);
 	write_run_meta(out, "Run", run);
 	if (base)
 		write_run_meta(out, "Base", base);
@@ -940,4 +954,17 @@ int html_report__write(FILE *out, const char *title, const struct html_run *run,
 		"</script>\n</body>\n</html>\n", script);
 	model_free(&m);
 	return text__flush(out);
+}
+
+int html_report__write(FILE *out, const char *title, const struct html_run *run,
+		       const struct html_run *base)
+{
+	return write_page(out, title, run, base, NULL);
+}
+
+int html_report__write_verdicts(FILE *out, const char *title,
+				const struct html_run *run,
+				const struct html_verdicts *hv)
+{
+	return write_page(out, title, run, NULL, hv);
 }

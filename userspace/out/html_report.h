@@ -51,4 +51,12 @@ const char *html_report__delta_name(enum html_delta d);
 int html_report__write(FILE *out, const char *title, const struct html_run *run,
 		       const struct html_run *base);
 
+struct html_verdicts;
+/* The comparison view over sets of runs (html_verdicts.h) first, then
+ * `run` (the newest run of the new set) as html_report__write() shows a
+ * run alone. 0 or -errno as above. */
+int html_report__write_verdicts(FILE *out, const char *title,
+				const struct html_run *run,
+				const struct html_verdicts *hv);
+
 #endif /* SPTRACE_HTML_REPORT_H */

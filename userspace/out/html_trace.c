@@ -16,6 +16,7 @@
  * stays a page of a few thousand rectangles.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -30,7 +31,9 @@
 /* Drawing units of the two charts (their viewBox; the page scales them). */
 #define FLAME_W 1200.0
 #define FLAME_ROW 18.0
+#define FLAME_CELL 6.8		/* one monospace cell at 11px: 0.6em, and room */
 #define LANE_LABEL 170.0
+#define LANE_NAME_CELLS 18	/* after the tid, in LANE_LABEL */
 #define LANE_W 1000.0
 #define LANE_H 20.0
 
@@ -162,12 +165,34 @@ struct flame_draw {
 	uint64_t hidden;		/* frames too narrow to draw */
 };
 
+/*
+ * A frame's label: its name whole if it fits the frame, else cut with
+ * "..." (the display form of text.h: the table's, with \xHH for controls),
+ * else none; the title shows it whole on hover. Labels are monospace
+ * (the CSS), so the cells that fit are known here: FLAME_CELL units each
+ * at 11px, after a 3-unit margin on either side. Returns the cells
+ * (UINT_MAX: no cut needed), 0 for no label.
+ */
+static unsigned int label_fit(const char *name, double w)
+{
+	unsigned int cells = w > 6 ? (unsigned int)((w - 6) / FLAME_CELL) : 0;
+	unsigned int width;
+	char *full = text__display(name, UINT_MAX, &width);
+
+	free(full);
+	if (full && width <= cells)
+		return UINT_MAX;
+	/* Cut: at least one character before the "...". */
+	return cells >= 4 ? cells : 0;
+}
+
 static void flame_node(struct flame_draw *d, uint32_t i, double x,
 		       uint32_t depth)
 {
 	const struct node *v = &d->t->v[i];
 	double w = (double)v->total * d->scale, y = depth * FLAME_ROW;
 	char tot[NS_BUF], self[NS_BUF];
+	unsigned int cells;
 	uint32_t c;
 
 	if (w < 0.3) {
@@ -183,14 +208,16 @@ static void flame_node(struct flame_draw *d, uint32_t i, double x,
 		v->name) == 0 ? "k0" : name_class(v->name) == 1 ? "k1" :
 		name_class(v->name) == 2 ? "k2" : "k3") : "root", depth,
 		v->total, v->self);
-	text__html(d->out, v->name);
+	text__html_display(d->out, v->name, UINT_MAX);
 	fprintf(d->out, ": %s, self %s (%.2f%% of all)</title><rect x=\"%.2f\" "
 		"y=\"%.0f\" width=\"%.2f\" height=\"%.0f\"/><svg x=\"%.2f\" y=\"%.0f\""
 		" width=\"%.2f\" height=\"%.0f\"><text x=\"3\" y=\"13\">", tot, self,
 		d->t->v[0].total ? (double)v->total * 100.0 /
 		(double)d->t->v[0].total : 0.0, x, y, w, FLAME_ROW, x, y, w,
 		FLAME_ROW);
-	text__html(d->out, v->name);
+	cells = label_fit(v->name, w);
+	if (cells)
+		text__html_display(d->out, v->name, cells);
 	fputs("</text></svg>", d->out);
 	for (c = v->child; c; c = d->t->v[c].next) {
 		flame_node(d, c, x, depth + 1);
@@ -406,7 +433,7 @@ static void write_lanes(FILE *out, const struct lanes *l,
 		fprintf(out, "%u", ln->tid);
 		if (name && *name) {
 			fputc(' ', out);
-			text__html(out, name);
+			text__html_display(out, name, LANE_NAME_CELLS);
 		}
 		fprintf(out, "<title>pid %u, thread %u: busy %s in %" PRIu64
 			" outermost intervals</title></text>", ln->pid, ln->tid, a,
@@ -425,7 +452,8 @@ static void write_lanes(FILE *out, const struct lanes *l,
 				"\"><title>", x0, i * LANE_H + 3,
 				x1 - x0 < 0.5 ? 0.5 : x1 - x0, LANE_H - 6, sg->n);
 			name = trace_reader__string(r, sg->name_id);
-			text__html(out, name ? name : "[unknown]");
+			text__html_display(out, name ? name : "[unknown]",
+					   UINT_MAX);
 			if (sg->n > 1)
 				fprintf(out, " and %" PRIu64 " more", sg->n - 1);
 			fprintf(out, ": at %s for %s</title></rect>", a, b);

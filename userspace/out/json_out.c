@@ -4,7 +4,7 @@
  * a contract (field names and meanings must not change silently). Strings are
  * valid JSON for a strict parser whatever bytes a query name holds.
  *
- * {"version":"1.2","duration_ns":N,"total_self_ns":N,
+ * {"version":"1.4","duration_ns":N,"total_self_ns":N,
  *  "queries":[{"name":"...","count":N,...,"hist":[{"lo_ns":N,"hi_ns":N,
  *              "count":N},...]},...],
  *  "errors":{"unbalanced":N,"map_full":N,"lost":N,"end_without_begin":N,...}}

@@ -206,7 +206,7 @@ static int fit_sites(const struct mem_report *r, unsigned int max,
 					s->live_bytes };
 		char c[24];
 
-		disp = text_table__display(s->type ? s->type : "[heap]",
+		disp = text__display(s->type ? s->type : "[heap]",
 					   site_cols[1].max_width, &w);
 		if (!disp)
 			return -ENOMEM;

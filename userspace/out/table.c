@@ -48,10 +48,28 @@ static const char *const error_hints[SP_ERR__MAX] = {
 		"--func frames unwound by longjmp or an exception; their time went to the caller",
 	[SP_ERR_BATCH_LOST] =
 		"batched events overwritten or unreadable before the tracer drained them (SPTRACE_PER_EVENT=1 traces event by event)",
+	[SP_ERR_ASYNC_FULL] =
+		"async map full: polls of suspended futures not joined to their invocation's latency; their time is counted",
+	[SP_ERR_ABANDONED] =
+		"--query intervals whose END never came (a PostgreSQL statement that failed), dropped by a serial line's next BEGIN or its abandon= probe: not counted",
 };
+
+/* A row named by a program whose table of run-time names was full
+ * (sp_probe.h's sp__intern(), Rust's Name::intern): its events are real
+ * but belong to many texts. The fixed names are the headers' own. */
+static bool intern_full_row(const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strcmp(name, "<intern-full>") ||
+	       !strcmp(name, "sp_probe: names full") ||
+	       (n > 15 && !strcmp(name + n - 15, "(<intern-full>)")) ||
+	       (n > 22 && !strcmp(name + n - 22, "(sp_probe: names full)"));
+}
 
 int table__warn_errors(FILE *err, const struct summary *s)
 {
+	uint64_t full = 0;
 	unsigned int i;
 
 	for (i = 0; i < SP_ERR__MAX; i++) {
@@ -63,6 +81,13 @@ int table__warn_errors(FILE *err, const struct summary *s)
 	if (s->lost)
 		fprintf(err, "sptrace: warning: %" PRIu64 " lost events (dropped before "
 			"sptrace read them: figures undercount)\n", s->lost);
+	for (i = 0; i < s->nrows; i++)
+		if (intern_full_row(s->rows[i].name))
+			full += s->rows[i].st.count + s->rows[i].st.cache_hits;
+	if (full)
+		fprintf(err, "sptrace: warning: %" PRIu64 " events named <intern-full> "
+			"(the program's table of run-time names is full: their "
+			"texts share one row, see docs/instrumenting.md)\n", full);
 	return text__flush(err);
 }
 
@@ -401,7 +426,7 @@ int table__hist_print(FILE *out, const struct sp_query_row *r)
 	}
 	if (!max)
 		return 0;
-	name = text_table__display(r->name, UINT_MAX, &w);
+	name = text__display(r->name, UINT_MAX, &w);
 	if (!name)
 		return -ENOMEM;
 	snprintf(cnt, sizeof(cnt), "%" PRIu64, (uint64_t)r->st.count);

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The boxed text table shared by the summary table (table.c) and
- * `sptrace diff`, and the terminal-safe display form of untrusted strings
- * (query names, file names) it uses for every cell.
+ * `sptrace diff`; every cell in the display form of common/text.h.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,108 +11,9 @@
 #include "text.h"
 #include "text_table.h"
 
-/*
- * Code points a terminal would act on instead of showing: C0/C1 controls
- * (escape sequences), DEL, and the bidi and line-separator controls that can
- * make a name look like another (trojan-source).
- */
-static bool cp_unsafe(uint32_t c)
-{
-	return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c ||
-	       c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
-	       (c >= 0x2066 && c <= 0x2069);
-}
-
-/*
- * Terminal cells taken by a printable code point. A small fixed table rather
- * than wcwidth(): that depends on the locale, and output must not. Covers
- * the common combining marks (0) and East Asian wide ranges and emoji (2).
- */
-static unsigned int cp_width(uint32_t c)
-{
-	if ((c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
-	    (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x200b && c <= 0x200d) ||
-	    (c >= 0x20d0 && c <= 0x20ff) || (c >= 0xfe00 && c <= 0xfe0f) ||
-	    (c >= 0xfe20 && c <= 0xfe2f))
-		return 0;
-	if ((c >= 0x1100 && c <= 0x115f) || c == 0x2329 || c == 0x232a ||
-	    (c >= 0x2e80 && c <= 0xa4cf && c != 0x303f) ||
-	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
-	    (c >= 0xfe10 && c <= 0xfe19) || (c >= 0xfe30 && c <= 0xfe6f) ||
-	    (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) ||
-	    (c >= 0x1f300 && c <= 0x1f64f) || (c >= 0x1f900 && c <= 0x1f9ff) ||
-	    (c >= 0x20000 && c <= 0x3fffd))
-		return 2;
-	return 1;
-}
-
-/* Display form of the character at p into out (<= 4 bytes), its width into
- * *w; returns the input bytes it used. An unsafe multi-byte character is
- * escaped one byte at a time: its continuation bytes are invalid alone. */
-static size_t display_piece(const char *p, char *out, size_t *outlen,
-			    unsigned int *w)
-{
-	uint32_t cp;
-	int n;
-
-	if (*p == '\\') {
-		memcpy(out, "\\\\", 2);
-		*outlen = *w = 2;
-		return 1;
-	}
-	n = text__utf8_next(p, &cp);
-	if (n && !cp_unsafe(cp)) {
-		memcpy(out, p, n);
-		*outlen = n;
-		*w = cp_width(cp);
-		return n;
-	}
-	snprintf(out, 5, "\\x%02x", (unsigned char)*p);
-	*outlen = *w = 4;
-	return 1;
-}
-
-char *text_table__display(const char *str, unsigned int maxw,
-			  unsigned int *width)
-{
-	unsigned int w, total = 0, limit;
-	size_t len = strlen(str), n, plen, at = 0;
-	char piece[5], *out;
-	const char *p;
-
-	/* Each input byte becomes at most 4 output bytes (\xHH). */
-	if (len > (SIZE_MAX - 4) / 4)
-		return NULL;
-	out = malloc(4 * len + 4);
-	if (!out)
-		return NULL;
-	for (p = str; *p; p += n) {
-		n = display_piece(p, piece, &plen, &w);
-		total += w;
-	}
-	limit = total > maxw && maxw >= 3 ? maxw - 3 : maxw;
-	total = 0;
-	for (p = str; *p; p += n) {
-		n = display_piece(p, piece, &plen, &w);
-		if (total + w > limit)
-			break;
-		memcpy(out + at, piece, plen);
-		at += plen;
-		total += w;
-	}
-	if (*p) {
-		memcpy(out + at, "...", 3);
-		at += 3;
-		total += 3;
-	}
-	out[at] = '\0';
-	*width = total;
-	return out;
-}
-
 static int cell_set(struct text_cell *c, const char *str, unsigned int maxw)
 {
-	c->text = text_table__display(str ? str : "", maxw ? maxw : UINT_MAX,
+	c->text = text__display(str ? str : "", maxw ? maxw : UINT_MAX,
 				      &c->width);
 	return c->text ? 0 : -ENOMEM;
 }
@@ -207,7 +107,7 @@ static int fit_cut(struct text_table *t, unsigned int c, unsigned int maxw)
 	for (i = 0; i < t->nrows; i++) {
 		cell = &t->cells[(size_t)i * t->ncols + c];
 		if (cell->width > maxw && cell->raw) {
-			text = text_table__display(cell->raw, maxw,
+			text = text__display(cell->raw, maxw,
 						   &cell->width);
 			if (!text)
 				return -ENOMEM;

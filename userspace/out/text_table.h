@@ -80,14 +80,6 @@ int text_table__print_fitted(FILE *out, struct text_table *t,
 int text_table__print(FILE *out, const struct text_table *t);
 void text_table__free(struct text_table *t);
 
-/*
- * Terminal-safe copy of str at most maxw cells wide (cut with "..."; maxw
- * UINT_MAX for no limit), its width in *width. NULL on ENOMEM. For text
- * printed outside a table (histogram titles, file names).
- */
-char *text_table__display(const char *str, unsigned int maxw,
-			  unsigned int *width);
-
 /* The sparkline bar (U+2581..U+2588, one terminal cell) of v on a scale
  * from 0 to max: v * 7 / max eighths, rounded down; the lowest bar when max
  * is 0. One scale for every sparkline sptrace prints. */

@@ -23,14 +23,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <sqlite3.h>
 #include <sys/utsname.h>
+#include "input.h"
 #include "history_db.h"
 #include "log.h"
 #include "mem_report.h"
 #include "output.h"
+#include "run_set.h"
 #include "summary.h"
 #include "vec.h"
 
@@ -300,6 +303,7 @@ int history_db__open(const char *path, bool create, struct history_db **out)
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW |
 		    SQLITE_OPEN_FULLMUTEX;
 	struct history_db *h;
+	struct stat st;
 	int rc, err, v;
 
 	*out = NULL;
@@ -308,6 +312,15 @@ int history_db__open(const char *path, bool create, struct history_db **out)
 		free(h);
 		sp_err("%s: out of memory", path);
 		return -ENOMEM;
+	}
+	/* SQLite would read a FIFO or a device as a database (and fail,
+	 * or wait, as would creating it): only a regular file is one. */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? -EISDIR : -EINPUT_NOTREG;
+		sp_err("%s: cannot open the database: %s", path,
+		       input__strerror(err));
+		history_db__close(h);
+		return err;
 	}
 	/* Created 0600 like every file sptrace writes (SQLite's own default
 	 * is 0644; its -wal and -shm files copy the database's mode). */
@@ -1278,4 +1291,263 @@ int history_db__store_file(const char *path, const struct history_run *meta,
 	if (id)
 		*id = run;
 	return 0;
+}
+
+/* ---- sets of runs -------------------------------------------------------- */
+
+static int cmp_id(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Appends the ids the statement st (bound, not stepped) returns. */
+static int collect_ids(struct history_db *h, sqlite3_stmt *st, int64_t **ids,
+		       unsigned int *n, size_t *cap)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (VEC_RESERVE(*ids, *cap, (size_t)*n + 1)) {
+			sp_err("%s: out of memory reading the runs", h->path);
+			return -ENOMEM;
+		}
+		(*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+	}
+	return rc == SQLITE_DONE ? 0 : db_fail(h, "cannot read the runs", rc);
+}
+
+/* An end of a range A..B: a decimal id as it is (the range holds the runs
+ * stored between the two, whether or not the ends were stored), else a
+ * run reference. */
+static int range_end(struct history_db *h, const char *ref, int64_t *id)
+{
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(ref, &end, 10);
+	if (ref[0] >= '0' && ref[0] <= '9' && !errno && !*end && n > 0) {
+		*id = n;
+		return 0;
+	}
+	return history_db__resolve(h, ref, id);
+}
+
+/* One item of a set: a run reference, or a range A..B of them. */
+static int set_item(struct history_db *h, const char *item, int64_t **ids,
+		    unsigned int *n, size_t *cap)
+{
+	const char *dots = strstr(item, "..");
+	sqlite3_stmt *st = NULL;
+	int64_t a, b;
+	unsigned int before = *n;
+	char *left;
+	int err;
+
+	if (!dots) {
+		err = history_db__resolve(h, item, &a);
+		if (err)
+			return err;
+		if (VEC_RESERVE(*ids, *cap, (size_t)*n + 1)) {
+			sp_err("%s: out of memory reading the runs", h->path);
+			return -ENOMEM;
+		}
+		(*ids)[(*n)++] = a;
+		return 0;
+	}
+	left = strndup(item, (size_t)(dots - item));
+	if (!left) {
+		sp_err("%s: out of memory reading the runs", h->path);
+		return -ENOMEM;
+	}
+	err = range_end(h, left, &a);
+	free(left);
+	if (!err)
+		err = range_end(h, dots + 2, &b);
+	if (err)
+		return err;
+	if (a > b) {
+		sp_err("%s: invalid range '%s': its first run is after its last (give A..B with A before B)",
+		       h->path, item);
+		return -EINVAL;
+	}
+	err = prepare(h, "SELECT id FROM runs WHERE id BETWEEN ?1 AND ?2"
+		      " ORDER BY id", &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, a);
+	sqlite3_bind_int64(st, 2, b);
+	err = collect_ids(h, st, ids, n, cap);
+	sqlite3_finalize(st);
+	return err || *n > before ? err : -ENOENT;
+}
+
+int history_db__resolve_set(struct history_db *h, const char *set,
+			    int64_t **ids, unsigned int *n)
+{
+	unsigned int i, k;
+	size_t cap = 0;
+	int err = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (!strncmp(set, "label:", 6)) {
+		sqlite3_stmt *st = NULL;
+
+		err = prepare(h, "SELECT id FROM runs WHERE label = ?1"
+			      " ORDER BY id", &st);
+		if (err)
+			return err;
+		bind_str(st, 1, set + 6);
+		err = collect_ids(h, st, ids, n, &cap);
+		sqlite3_finalize(st);
+		if (!err && !*n) {
+			sp_err("%s: no run labelled '%s' (sptrace history --db %s lists them)",
+			       h->path, set + 6, h->path);
+			err = -ENOENT;
+		}
+	} else {
+		const char *p = set, *comma;
+		char *item;
+
+		do {
+			comma = strchr(p, ',');
+			item = comma ? strndup(p, (size_t)(comma - p)) :
+				       strdup(p);
+			if (!item) {
+				sp_err("%s: out of memory reading the runs",
+				       h->path);
+				err = -ENOMEM;
+				break;
+			}
+			err = set_item(h, item, ids, n, &cap);
+			if (err == -ENOENT && strstr(item, ".."))
+				sp_err("%s: no run in '%s' (sptrace history --db %s lists them)",
+				       h->path, item, h->path);
+			free(item);
+			p = comma + 1;
+		} while (!err && comma);
+	}
+	if (err) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return err;
+	}
+	if (*n > 1)
+		qsort(*ids, *n, sizeof(**ids), cmp_id);
+	for (i = k = 0; i < *n; i++)
+		if (!k || (*ids)[i] != (*ids)[k - 1])
+			(*ids)[k++] = (*ids)[i];
+	*n = k;
+	return 0;
+}
+
+int history_db__earlier(struct history_db *h, int64_t id, unsigned int max,
+			int64_t **ids, unsigned int *n)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	unsigned int i;
+	int err;
+
+	*ids = NULL;
+	*n = 0;
+	/* IS: a NULL command (a JSON summary's) matches NULL. */
+	err = prepare(h, "SELECT id FROM runs WHERE id < ?1 AND command IS"
+		      " (SELECT command FROM runs WHERE id = ?1)"
+		      " ORDER BY id DESC LIMIT ?2", &st);
+	if (err)
+		return err;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, max);
+	err = collect_ids(h, st, ids, n, &cap);
+	sqlite3_finalize(st);
+	if (err) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return err;
+	}
+	for (i = 0; i < *n / 2; i++) {
+		int64_t t = (*ids)[i];
+
+		(*ids)[i] = (*ids)[*n - 1 - i];
+		(*ids)[*n - 1 - i] = t;
+	}
+	return 0;
+}
+
+/* The rows of runs ids[0..n) into set: every query, or (name non-NULL)
+ * the one with exactly that name. */
+static int load_set(struct history_db *h, const int64_t *ids, unsigned int n,
+		    const char *name_only, struct run_set *set)
+{
+	sqlite3_stmt *st = NULL;
+	unsigned int r;
+	int rc, err;
+
+	err = run_set__init(set, ids, n);
+	if (err) {
+		sp_err("%s: out of memory loading the runs", h->path);
+		return err;
+	}
+	/* One read transaction: the runs are seen whole even while others
+	 * write. */
+	err = exec(h, "BEGIN", "cannot read the database");
+	if (err) {
+		run_set__free(set);
+		return err;
+	}
+	rc = sqlite3_prepare_v2(h->db,
+		"SELECT name, self_ns, total_ns, blocked_ns, incr_load_ns,"
+		" p50_ns, p99_ns, count, cache_hits, blocked_count, incr_loads"
+		" FROM queries WHERE run_id = ?1 AND (?2 IS NULL OR name = ?2)",
+		-1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = bind_str(st, 2, name_only);
+	for (r = 0; rc == SQLITE_OK && !err && r < n; r++) {
+		rc = sqlite3_bind_int64(st, 1, ids[r]);
+		while (rc == SQLITE_OK && !err &&
+		       (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *name = (const char *)sqlite3_column_text(st, 0);
+			uint64_t fig[FIG__MAX];
+			unsigned int f;
+
+			_Static_assert(FIG__MAX == 10, "one column per figure");
+			rc = SQLITE_OK;
+			for (f = 0; f < FIG__MAX; f++)
+				fig[f] = col_u64(st, (int)f + 1);
+			err = name ? run_set__add(set, r, name, fig) : -ENOMEM;
+		}
+		if (rc == SQLITE_DONE)
+			rc = SQLITE_OK;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
+	if (!err && rc != SQLITE_OK)
+		err = db_fail(h, "cannot load the runs", rc);
+	if (!err)
+		err = run_set__finish(set);
+	if (err == -ENOMEM)
+		sp_err("%s: out of memory loading the runs", h->path);
+	if (err)
+		run_set__free(set);
+	return err;
+}
+
+int history_db__load_set(struct history_db *h, const int64_t *ids,
+			 unsigned int n, struct run_set *set)
+{
+	return load_set(h, ids, n, NULL, set);
+}
+
+int history_db__load_query_set(struct history_db *h, const int64_t *ids,
+			       unsigned int n, const char *name,
+			       struct run_set *set)
+{
+	return load_set(h, ids, n, name, set);
 }

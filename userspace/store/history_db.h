@@ -103,4 +103,36 @@ int history_db__query(struct history_db *db, const char *label,
 		      unsigned int *n);
 void history_points__free(struct history_point *v, unsigned int n);
 
+/*
+ * Sets of runs, for verdicts (model/verdict.h).
+ */
+struct run_set;
+
+/*
+ * The runs a set reference names, as ids ascending without repeats
+ * (*ids malloc'ed, *n >= 1):
+ *   REF          one run: an id, latest or latest~N
+ *   A..B         every stored run from REF A to REF B (ids A <= id <= B)
+ *   X,Y,...      every run of each item (a REF or a range)
+ *   label:NAME   every run labelled NAME (the rest of the string)
+ * -ENOENT (reported) when it names no stored run, -EINVAL (reported) for
+ * a malformed reference.
+ */
+int history_db__resolve_set(struct history_db *db, const char *set,
+			    int64_t **ids, unsigned int *n);
+/* The runs stored before run `id` with the same command line (at most
+ * `max`, the latest ones), ids ascending; *n may be 0. 0 or -errno
+ * (reported). */
+int history_db__earlier(struct history_db *db, int64_t id, unsigned int max,
+			int64_t **ids, unsigned int *n);
+/* The query rows of runs ids[0..n) into set (initialized here, finished;
+ * free with run_set__free()), in one read transaction. 0 or -errno
+ * (reported). */
+int history_db__load_set(struct history_db *db, const int64_t *ids,
+			 unsigned int n, struct run_set *set);
+/* The same for the one query called exactly `name`. */
+int history_db__load_query_set(struct history_db *db, const int64_t *ids,
+			       unsigned int n, const char *name,
+			       struct run_set *set);
+
 #endif /* SPTRACE_HISTORY_DB_H */

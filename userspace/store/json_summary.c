@@ -50,6 +50,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "input.h"
 #include "json_summary.h"
 #include "mem_report.h"
 
@@ -818,11 +819,11 @@ static int read_all(const char *path, char **out, size_t *outlen, char *err,
 	ssize_t n;
 	int fd, ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = input__open(path);
 	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-ret));
-		return ret;
+		snprintf(err, errlen, "%s: cannot open: %s", path,
+			 input__strerror(fd));
+		return fd;
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;

@@ -20,8 +20,8 @@
  */
 #define JSON_SUMMARY_VERSION_MAJOR 1
 /* 1.1: "events", errors.batch_lost, "title" with --per-pid;
- * 1.2: "batch_fallback" */
-#define JSON_SUMMARY_VERSION_MINOR 2
+ * 1.2: "batch_fallback"; 1.3: errors.async_map_full; 1.4: errors.abandoned */
+#define JSON_SUMMARY_VERSION_MINOR 4
 
 /* Limits on what the reader accepts. */
 #define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */

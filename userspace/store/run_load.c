@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
+#include "input.h"
 #include "history_db.h"
 #include "json_summary.h"
 #include "log.h"
@@ -35,11 +36,10 @@ static int is_json(const char *path)
 	ssize_t n, i;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = input__open(path);
 	if (fd < 0) {
-		err = -errno;
-		sp_err("%s: cannot open: %s", path, strerror(-err));
-		return err;
+		sp_err("%s: cannot open: %s", path, input__strerror(fd));
+		return fd;
 	}
 	do {
 		n = read(fd, buf, sizeof(buf));

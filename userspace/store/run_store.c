@@ -14,7 +14,8 @@
 
 int run_store(struct history_db *h, const char *label, const char *source,
 	      const struct run_origin *o, int64_t started_at,
-	      const struct summary *s, const struct mem_report *mr)
+	      const struct summary *s, const struct mem_report *mr,
+	      int64_t *id)
 {
 	struct history_run meta = { .started_at = started_at };
 	int err;
@@ -25,7 +26,7 @@ int run_store(struct history_db *h, const char *label, const char *source,
 	if (!err)
 		err = history_run__fill(&meta, label, source);
 	if (!err)
-		err = history_db__store(h, &meta, s, mr, NULL);
+		err = history_db__store(h, &meta, s, mr, id);
 	history_run__free(&meta);
 	return err;
 }

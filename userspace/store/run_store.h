@@ -24,11 +24,13 @@ struct run_origin {
 };
 
 /* Stores a finished run: its metadata (command, pids, host, version,
- * label, source "live"/"record"/"mem") and the summary, with mr when
- * non-NULL, in one transaction. 0 or -errno (reported). */
+ * label, source "live"/"record"/"mem"/"bench") and the summary, with mr
+ * when non-NULL, in one transaction; its id in *id (may be NULL). 0 or
+ * -errno (reported). */
 int run_store(struct history_db *h, const char *label, const char *source,
 	      const struct run_origin *o, int64_t started_at,
-	      const struct summary *s, const struct mem_report *mr);
+	      const struct summary *s, const struct mem_report *mr,
+	      int64_t *id);
 /* Loads the run file at path (run_load__file) and stores it as one run of
  * the database at db (created if missing), dated and described by what the
  * file says of itself; its id in *id. 0 or -errno (reported). */

@@ -35,11 +35,18 @@ struct trace_reader;
 
 /*
  * Creates `path` (O_CREAT|O_EXCL|O_NOFOLLOW, 0600; with force, O_TRUNC
- * instead of O_EXCL, never through a symlink) and writes the header.
+ * instead of O_EXCL, never through a symlink). The header is written with
+ * the first chunk (or at close), so that its start can be set once known.
  * 0 or -errno (the caller reports).
  */
 int trace_writer__open(const char *path, bool force,
 		       const struct trace_header *h, struct trace_writer **out);
+/* The instant the recording starts, replacing the header's: the moment
+ * counting was armed, not the moment the file was opened (the BPF load
+ * in between is no traced time). 0, or -EALREADY once the header is
+ * written. */
+int trace_writer__set_start(struct trace_writer *w, uint64_t realtime_ns,
+			    uint64_t mono_ns);
 /* Interns a string (any bytes but NUL; content-deduplicated); its id is
  * stable for the file. Written before the first chunk of events using it. */
 int trace_writer__string(struct trace_writer *w, const char *s, uint32_t *id);

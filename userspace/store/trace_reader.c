@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "input.h"
 #include "trace_codec.h"
 #include "trace_format.h"
 #include "vec.h"
@@ -815,15 +816,15 @@ int trace_reader__open(const char *path, struct trace_reader **out,
 		return fail(err, errlen, -ENOMEM, "%s: %s", path,
 			    strerror(ENOMEM));
 	}
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0 || fstat(r->fd, &st)) {
-		ret = fail(err, errlen, -errno, "%s: %s", path,
-			   strerror(errno));
+	r->fd = input__open(path);
+	if (r->fd < 0) {
+		ret = fail(err, errlen, r->fd, "%s: %s", path,
+			   input__strerror(r->fd));
 		goto cleanup;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		ret = fail(err, errlen, -EISDIR, "%s: %s", path,
-			   strerror(EISDIR));
+	if (fstat(r->fd, &st)) {
+		ret = fail(err, errlen, -errno, "%s: %s", path,
+			   strerror(errno));
 		goto cleanup;
 	}
 	r->size = (uint64_t)st.st_size;

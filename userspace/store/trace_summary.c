@@ -51,7 +51,8 @@ static struct name_row *row_for(struct aggregator *a, uint32_t id)
 	return &a->rows[id];
 }
 
-/* The same arithmetic as on_end() and sp_cache_hit() in query.bpf.c. */
+/* The same arithmetic as end_at() and cache_hit_at() in
+ * bpf/query_core.bpf.h. */
 static int add_interval(void *ctx, const struct replay_interval *iv)
 {
 	struct aggregator *a = ctx;

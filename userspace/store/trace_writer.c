@@ -35,6 +35,11 @@ struct wthread {
 struct trace_writer {
 	int fd;
 	int err;		/* sticky: the first failed write */
+	/* The header, written with the first chunk: until then its start
+	 * times can still be set (trace_writer__set_start()). */
+	uint8_t *hdr;
+	size_t hdr_len;
+	bool hdr_written;
 	uint64_t off;		/* end of the last whole chunk */
 	uint32_t seq;		/* chunks written */
 	uint64_t events;
@@ -98,12 +103,20 @@ static int writer_failed(struct trace_writer *w, int err)
 }
 
 /* Frames the payload already at w->out + FRAME_SIZE and writes the chunk
- * with one write sequence. */
+ * with one write sequence (the header first, before the first chunk). */
 static int emit_chunk(struct trace_writer *w, uint8_t type, uint8_t encoding,
 		      uint32_t stored_len, uint32_t raw_len)
 {
 	uint8_t *f = w->out;
 	int err;
+
+	if (!w->hdr_written) {
+		err = write_all(w->fd, w->hdr, w->hdr_len);
+		if (err)
+			return writer_failed(w, err);
+		w->hdr_written = true;
+		w->off = w->hdr_len;
+	}
 
 	memcpy(f, chunk_sync, sizeof(chunk_sync));
 	f[4] = type;
@@ -514,6 +527,7 @@ static uint8_t *build_header(const struct trace_header *h, size_t *lenp)
 
 static void writer_free(struct trace_writer *w)
 {
+	free(w->hdr);
 	free(w->arena);
 	free(w->soff);
 	free(w->slen);
@@ -549,10 +563,6 @@ int trace_writer__open(const char *path, bool force,
 		       const struct trace_header *h, struct trace_writer **out)
 {
 	struct trace_writer *w = NULL;
-	uint8_t *hdr = NULL;
-	size_t hdr_len;
-	bool created = false;
-	struct stat st;
 	int err;
 
 	*out = NULL;
@@ -561,35 +571,32 @@ int trace_writer__open(const char *path, bool force,
 	err = writer_alloc(&w);
 	if (err)
 		return err;
-	hdr = build_header(h, &hdr_len);
-	if (!hdr) {
-		err = -ENOMEM;
-		goto cleanup;
+	w->hdr = build_header(h, &w->hdr_len);
+	if (!w->hdr) {
+		writer_free(w);
+		return -ENOMEM;
 	}
+	/* A device or FIFO (/dev/null, a pipe to a compressor) is written as
+	 * it is, as every output is (output.c). */
 	w->fd = output__create(path, force ? OUTPUT_REPLACE : OUTPUT_NEW);
 	if (w->fd < 0) {
 		err = w->fd;
-		goto cleanup;
-	}
-	/* A device or FIFO (/dev/null, a pipe to a compressor) is written as
-	 * it is, as every output is (output.c): never removed on failure. */
-	created = !force && !fstat(w->fd, &st) && S_ISREG(st.st_mode);
-	err = write_all(w->fd, hdr, hdr_len);
-	if (err)
-		goto cleanup;
-	w->off = hdr_len;
-	*out = w;
-	w = NULL;
-cleanup:
-	if (w && w->fd >= 0) {
-		close(w->fd);
-		if (created)
-			unlink(path);
-	}
-	if (w)
 		writer_free(w);
-	free(hdr);
-	return err;
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+int trace_writer__set_start(struct trace_writer *w, uint64_t realtime_ns,
+			    uint64_t mono_ns)
+{
+	if (w->hdr_written)
+		return -EALREADY;
+	put_le64(w->hdr + 20, realtime_ns);
+	put_le64(w->hdr + 28, mono_ns);
+	put_le32(w->hdr + w->hdr_len - 4, crc(w->hdr, w->hdr_len - 4));
+	return 0;
 }
 
 int trace_writer__close(struct trace_writer *w, uint64_t lost)

@@ -15,6 +15,85 @@ macro_rules! __sp_named {
     }};
 }
 
+/// `sp_query_begin_key!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_query_begin_key {
+    ($q:literal, $key:expr) => { $crate::__sp_named!(query_begin, $q, $key) };
+    ($($t:tt)*) => { $crate::__sp_not_literal!("sp_query_begin_key") };
+}
+
+/// `sp_query_end_key!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_query_end_key {
+    ($q:literal, $key:expr) => { $crate::__sp_named!(query_end, $q, $key) };
+    ($($t:tt)*) => { $crate::__sp_not_literal!("sp_query_end_key") };
+}
+
+/// `sp_cache_hit_key!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_cache_hit_key {
+    ($q:literal, $key:expr) => { $crate::__sp_named!(cache_hit, $q, $key) };
+    ($($t:tt)*) => { $crate::__sp_not_literal!("sp_cache_hit_key") };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sp_text_unused {
+    ($text:expr) => {{
+        if false {
+            let _ = $crate::__private::text_of(&$text);
+        }
+    }};
+}
+
+/// `sp_query_begin_str!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_query_begin_str {
+    ($text:expr) => { $crate::__sp_text_unused!($text) };
+}
+
+/// `sp_query_end_str!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_query_end_str {
+    ($text:expr) => { $crate::__sp_text_unused!($text) };
+}
+
+/// `sp_cache_hit_str!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_cache_hit_str {
+    ($text:expr) => { $crate::__sp_text_unused!($text) };
+}
+
+/// `sp_query_begin_key_str!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_query_begin_key_str {
+    ($q:literal, $key:expr) => {{
+        const _: () = $crate::__private::check_name($q);
+        $crate::__sp_text_unused!($key)
+    }};
+    ($($t:tt)*) => { $crate::__sp_not_literal!("sp_query_begin_key_str") };
+}
+
+/// `sp_query_end_key_str!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_query_end_key_str {
+    ($q:literal, $key:expr) => {{
+        const _: () = $crate::__private::check_name($q);
+        $crate::__sp_text_unused!($key)
+    }};
+    ($($t:tt)*) => { $crate::__sp_not_literal!("sp_query_end_key_str") };
+}
+
+/// `sp_cache_hit_key_str!`: compiled out (feature `enabled` off).
+#[macro_export]
+macro_rules! sp_cache_hit_key_str {
+    ($q:literal, $key:expr) => {{
+        const _: () = $crate::__private::check_name($q);
+        $crate::__sp_text_unused!($key)
+    }};
+    ($($t:tt)*) => { $crate::__sp_not_literal!("sp_cache_hit_key_str") };
+}
+
 /// `sp_query_begin!`: compiled out (feature `enabled` off).
 #[macro_export]
 macro_rules! sp_query_begin {

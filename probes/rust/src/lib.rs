@@ -30,6 +30,9 @@
 //! | `sp_query_begin!(q)` / `sp_query_end!(q)` | `sp:query_begin` / `_end` | query `q` starts / ends on this thread |
 //! | `sp_scope!(q)` | both | BEGIN now, END when the enclosing block exits (also on unwinding) |
 //! | `sp_cache_hit!(q)` | `sp:cache_hit` | the result of `q` came from the in-memory cache |
+//! | `sp_query_begin_key!(q, key)` / `sp_query_end_key!` / `sp_cache_hit_key!` / `sp_scope_key!` | the same, with a second argument | query `q` of integer `key`: one row of `q`, or one per key with `sptrace --query-keys` |
+//! | `sp_query_begin_str!(text)` / `sp_query_end_str!` / `sp_cache_hit_str!` | `sp:query_begin` / `_end` / `sp:cache_hit` | a query named by run-time text (`&str`, `String`, `&[u8]`, `Vec<u8>`), interned with [`Name::intern_bytes`] only while traced |
+//! | `sp_query_begin_key_str!(q, key)` / `sp_query_end_key_str!` / `sp_cache_hit_key_str!` | the same, with a second and third argument | query `q` of a text key: one row of `q`, or one per key text, `q(text)`, with `--query-keys` |
 //! | `sp_incr_load_begin!(q)` / `_end!` / `sp_incr_load_scope!(q)` | `sp:incr_load_*` | loading `q` from an on-disk cache |
 //! | `sp_blocked_begin!(q)` / `_end!` / `sp_blocked_scope!(q)` | `sp:blocked_*` | waiting for another thread computing `q` |
 //! | `sp_thread_name!(name)` | `sp:thread_name` | names the calling thread |
@@ -57,13 +60,53 @@
 //! by text as usual. Names are string literals of at most 127 bytes without
 //! `"`, `\`, `{`, `}` or control characters (a compile error otherwise).
 //!
+//! # Batched events
+//!
+//! A uprobe hit enters the kernel (about 300 ns even on Linux 6.18's nop5
+//! fast path, several times a bare syscall). So, as in `sp_probe.h`, the
+//! query probes (query, blocked and incr_load BEGIN/END, cache_hit) do not
+//! trap while sptrace batches: each appends a 32-byte record (timestamp,
+//! name, kind) to a ring of its thread in the program's own memory, and
+//! only `sp:flush`, about twice per 127 pairs, traps into the tracer, which
+//! drains the ring then. A traced query pair then costs about what the C
+//! header's does (`bench/run_rust_batch_cost.sh`; docs/numbers.md), and no
+//! site is patched by the kernel inside a measured interval, so even the
+//! first interval of a site is exact. `"events": "batched"` in sptrace's
+//! JSON says so. The ring is the header's, record for record
+//! (`include/sptrace/batch_abi.h`): mapped with `mmap` (no allocator in a
+//! probe, which may sit inside one) and `MADV_WIPEONFORK` (a forked child
+//! starts with fresh rings), released at thread exit by a pthread key's
+//! destructor, safe against signal handlers that fire probes mid-append.
+//! The probes of `sp:mark`, `sp:alloc`, `sp:free`, `sp:thread_name` and
+//! `sp_probe!` stay per-event.
+//!
+//! A tracer that does not batch (bpftrace, perf, `SPTRACE_PER_EVENT=1`)
+//! leaves `sp_flush_semaphore` at 0, and the same probes fire their
+//! per-event sites; so does a probe of a thread whose ring is gone (in a
+//! later pthread key destructor) or could not be mapped, and sptrace counts
+//! those (`batch_fallback`). In a binary that mixes C and Rust, each
+//! language keeps its own ring per thread; the tracer drains every ring of
+//! a thread on each flush, merged by timestamp, so a query begun in C and
+//! ended in Rust nests as if one language had fired both.
+//!
+//! The ring's pointer lives in thread-local storage, which a `no_std` crate
+//! has no stable way to declare: it is 8 bytes of `.tbss` defined in
+//! assembly (weak and hidden, one per executable or shared object), reached
+//! through the ELF general-dynamic TLS sequence (`__tls_get_addr`). That is
+//! right in a cdylib, even one loaded by `dlopen`, and in an executable the
+//! linker rewrites it into the local-exec `%fs`-relative access a C
+//! `__thread` variable costs. The probe path calls libc's `mmap`, `madvise`,
+//! `munmap`, `clock_gettime` and `pthread_key_create`/`pthread_setspecific`
+//! (declared by the crate, which has no dependency).
+//!
 //! # What a disabled probe costs
 //!
 //! Every probe name has a 16-bit semaphore `sp_<probe>_semaphore` in section
 //! `.probes`, weak and hidden, the same symbol `sp_probe.h` defines: a C
 //! library linked into a Rust binary shares it, one semaphore per name. The
 //! kernel increments it while sptrace is attached. An untraced site is one
-//! `movzwl` of the semaphore and a not-taken branch marked cold; the name's
+//! `movzwl` of the semaphore (for a query probe, ORed with
+//! `sp_flush_semaphore`) and a not-taken branch marked cold; the name's
 //! address, the arguments and the probe instruction sit out of the hot path,
 //! and the arguments are evaluated only when a tracer is attached.
 //!
@@ -100,7 +143,11 @@
 //! the kernel turns a uprobe on that nop into a call, which pushes below
 //! `%rsp`; stepping `%rsp` over the 128-byte red zone first keeps a leaf
 //! function's spilled data intact, and the asm is `nostack` so such leaf
-//! functions keep using their red zone.
+//! functions keep using their red zone (a batched query probe calls the
+//! ring code, so its function is no leaf). The ring code has one
+//! `sp:flush(ring)` and one `sp:tsc` site, each a 1-byte `nop` between the
+//! same `lea`s: the kernel leaves those int3 traps, which `fork()` copies
+//! (it does not copy the page the nop5 fast path calls into).
 //!
 //! # Depending on the crate
 //!
@@ -114,10 +161,17 @@
 #![warn(missing_docs)]
 
 mod alloc;
+mod instrument;
+mod intern;
 mod name;
+mod typed;
 
 pub use crate::alloc::TracedAlloc;
+pub use crate::instrument::{AsyncQuery, Instrument, Instrumented};
 pub use crate::name::{IntegerOrPointer, Name, Scope};
+pub use crate::typed::{alloc_array_of, alloc_of, free_of, type_name_of};
+#[cfg(feature = "alloc")]
+pub use crate::typed::{boxed, TracedBox};
 
 /// True when this build emits probes: the feature `enabled` is on and the
 /// target is x86-64 Linux.
@@ -146,15 +200,40 @@ pub mod __private {
         b
     }
 
+    #[cfg(all(feature = "enabled", target_arch = "x86_64", target_os = "linux"))]
+    pub use crate::batch::{
+        add as batch_add, K_BLOCKED_BEGIN, K_BLOCKED_END, K_CACHE_HIT, K_INCR_LOAD_BEGIN,
+        K_INCR_LOAD_END, K_KEY, K_KEY_TEXT, K_QUERY_BEGIN, K_QUERY_END,
+    };
+
     /// Fires its closure when dropped: the END of `sp_scope!` and friends,
     /// also on unwinding.
     pub struct OnDrop<F: FnMut()>(pub F);
+
+    /// `f`, made `!Send` (it holds a raw pointer's marker): the guards of
+    /// `sp_scope!` and friends, like [`Scope`](crate::Scope), must drop on
+    /// the thread of their BEGIN.
+    #[inline(always)]
+    pub fn not_send<F: FnMut()>(mut f: F) -> impl FnMut() {
+        let marker = core::marker::PhantomData::<*const ()>;
+        move || {
+            let _ = &marker;
+            f()
+        }
+    }
 
     impl<F: FnMut()> Drop for OnDrop<F> {
         #[inline(always)]
         fn drop(&mut self) {
             (self.0)()
         }
+    }
+
+    /// The bytes of a `*_str!` macro's text: a `&str`, `String`, `&[u8]`
+    /// or `Vec<u8>`, taken by reference (never moved into the macro).
+    #[inline(always)]
+    pub fn text_of<T: AsRef<[u8]> + ?Sized>(t: &T) -> &[u8] {
+        t.as_ref()
     }
 
     /// Compile-time check of a name literal: the text goes into assembly
@@ -195,34 +274,99 @@ macro_rules! __sp_not_literal {
 
 /// `sp_scope!("q")`: BEGIN of query `q` now, END when the enclosing block is
 /// left by any route, also when a panic unwinds it. A statement; several
-/// scopes may share a block.
+/// scopes may share a block. The guard is not `Send`: an `async fn` holding
+/// it across `.await` is not `Send` either (see [`Scope`](crate::Scope)).
+///
+/// ```
+/// use sp_probe::sp_scope;
+///
+/// fn borrowck(body: &[u32]) -> Option<u32> {
+///     sp_scope!("borrowck");
+///     let first = *body.first()?; // an early return ends the query too
+///     Some(first + 1)
+/// }
+/// # assert_eq!(borrowck(&[1]), Some(2));
+/// # assert_eq!(borrowck(&[]), None);
+/// ```
 #[macro_export]
 macro_rules! sp_scope {
     ($q:literal) => {
         $crate::sp_query_begin!($q);
-        let _sp_scope = $crate::__private::OnDrop(|| $crate::sp_query_end!($q));
+        let _sp_scope = $crate::__private::OnDrop($crate::__private::not_send(|| $crate::sp_query_end!($q)));
     };
     ($($t:tt)*) => { $crate::__sp_not_literal!("sp_scope") };
 }
 
+/// `sp_scope_key!("q", key)`:
+/// [`sp_query_begin_key!`](crate::sp_query_begin_key) of `q` and `key`
+/// now, [`sp_query_end_key!`](crate::sp_query_end_key) of the same when
+/// the enclosing block is left by any route. `key` is evaluated once.
+///
+/// ```
+/// use sp_probe::sp_scope_key;
+///
+/// fn typeck(def_index: u32) -> u32 {
+///     sp_scope_key!("typeck", def_index);
+///     def_index * 2
+/// }
+/// # assert_eq!(typeck(21), 42);
+/// ```
+#[macro_export]
+macro_rules! sp_scope_key {
+    ($q:literal, $key:expr) => {
+        let _sp_key = $key;
+        $crate::sp_query_begin_key!($q, _sp_key);
+        let _sp_scope = $crate::__private::OnDrop($crate::__private::not_send(move || {
+            $crate::sp_query_end_key!($q, _sp_key)
+        }));
+    };
+    ($($t:tt)*) => { $crate::__sp_not_literal!("sp_scope_key") };
+}
+
 /// `sp_incr_load_scope!("q")`: `sp_incr_load_begin!` now, `sp_incr_load_end!`
 /// when the enclosing block exits.
+///
+/// ```
+/// use sp_probe::{sp_incr_load_scope, sp_scope};
+///
+/// fn mir(cached: Option<&[u8]>) -> usize {
+///     sp_scope!("mir");
+///     if let Some(bytes) = cached {
+///         sp_incr_load_scope!("mir");
+///         return bytes.len();
+///     }
+///     0
+/// }
+/// # assert_eq!(mir(Some(b"abc")), 3);
+/// ```
 #[macro_export]
 macro_rules! sp_incr_load_scope {
     ($q:literal) => {
         $crate::sp_incr_load_begin!($q);
-        let _sp_scope = $crate::__private::OnDrop(|| $crate::sp_incr_load_end!($q));
+        let _sp_scope = $crate::__private::OnDrop($crate::__private::not_send(|| $crate::sp_incr_load_end!($q)));
     };
     ($($t:tt)*) => { $crate::__sp_not_literal!("sp_incr_load_scope") };
 }
 
 /// `sp_blocked_scope!("q")`: `sp_blocked_begin!` now, `sp_blocked_end!` when
 /// the enclosing block exits.
+///
+/// ```
+/// use sp_probe::sp_blocked_scope;
+/// use std::sync::Mutex;
+///
+/// static TABLE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// let len = {
+///     sp_blocked_scope!("symbols");
+///     TABLE.lock().unwrap().len()
+/// };
+/// # assert_eq!(len, 0);
+/// ```
 #[macro_export]
 macro_rules! sp_blocked_scope {
     ($q:literal) => {
         $crate::sp_blocked_begin!($q);
-        let _sp_scope = $crate::__private::OnDrop(|| $crate::sp_blocked_end!($q));
+        let _sp_scope = $crate::__private::OnDrop($crate::__private::not_send(|| $crate::sp_blocked_end!($q)));
     };
     ($($t:tt)*) => { $crate::__sp_not_literal!("sp_blocked_scope") };
 }
@@ -230,6 +374,9 @@ macro_rules! sp_blocked_scope {
 #[cfg(all(feature = "enabled", target_arch = "x86_64", target_os = "linux"))]
 #[macro_use]
 mod enabled;
+
+#[cfg(all(feature = "enabled", target_arch = "x86_64", target_os = "linux"))]
+mod batch;
 
 #[cfg(not(all(feature = "enabled", target_arch = "x86_64", target_os = "linux")))]
 #[macro_use]

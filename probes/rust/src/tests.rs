@@ -174,3 +174,163 @@ fn check_name_accepts_plain_names() {
     assert!(std::panic::catch_unwind(|| crate::__private::check_name("")).is_err());
     assert!(std::panic::catch_unwind(|| crate::__private::check_name("a{b")).is_err());
 }
+
+/// The ring code without a tracer: sp:flush and sp:tsc are nops then, and
+/// the records stay in the ring for the test to read.
+#[cfg(all(feature = "enabled", target_arch = "x86_64", target_os = "linux"))]
+mod batch {
+    use crate::batch::{self, Rec, Ring, CAP, MAGIC};
+    use core::ptr::addr_of;
+
+    extern "C" {
+        fn getpid() -> i32;
+        fn process_vm_readv(pid: i32, local: *const IoVec, nlocal: usize,
+                            remote: *const IoVec, nremote: usize, flags: usize) -> isize;
+        fn fork() -> i32;
+        fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+        fn _exit(code: i32) -> !;
+    }
+
+    fn ring() -> *mut Ring {
+        unsafe { *batch::slot() }
+    }
+
+    #[repr(C)]
+    struct IoVec {
+        base: *mut u8,
+        len: usize,
+    }
+
+    /// Whether `p` still holds a live ring of `seq` records. Read without
+    /// touching `p`: process_vm_readv() fails on an unmapped page where a
+    /// load would fault. Not mincore(): a test thread running beside may
+    /// have mapped something else (its stack, its ring) at the address
+    /// since (rust_matrix under rustc 1.63 saw it, 2 runs in about 10).
+    fn still_the_ring(p: usize, seq: u64) -> bool {
+        let mut hdr = [0u64; 2];
+        let local = IoVec { base: hdr.as_mut_ptr() as *mut u8, len: 16 };
+        let remote = IoVec { base: p as *mut u8, len: 16 };
+        let n = unsafe { process_vm_readv(getpid(), &local, 1, &remote, 1, 0) };
+        n == 16 && hdr[0] == MAGIC && hdr[1] == seq
+    }
+
+    #[test]
+    fn layout_is_batch_abi_h() {
+        // include/sptrace/batch_abi.h: struct sp_batch_hdr, sp_batch_rec,
+        // SP_BATCH_REC_OFF, SP_BATCH_RING_SIZE, SP_BATCH_CAP, SP_BATCH_MAGIC.
+        let r = core::mem::MaybeUninit::<Ring>::uninit();
+        let b = r.as_ptr();
+        let off = |p: *const u8| p as usize - b as usize;
+        unsafe {
+            assert_eq!(off(addr_of!((*b).magic) as *const u8), 0);
+            assert_eq!(off(addr_of!((*b).seq) as *const u8), 8);
+            assert_eq!(off(addr_of!((*b).flushed) as *const u8), 16);
+            assert_eq!(off(addr_of!((*b).owner) as *const u8), 24);
+            assert_eq!(off(addr_of!((*b).busy) as *const u8), 40);
+            assert_eq!(off(addr_of!((*b).rec) as *const u8), 64);
+            let rec = addr_of!((*b).rec) as *const Rec;
+            assert_eq!(off(addr_of!((*rec.add(1)).ts) as *const u8), 64 + 32);
+            assert_eq!(off(addr_of!((*rec).name) as *const u8), 64 + 8);
+            assert_eq!(off(addr_of!((*rec).arg) as *const u8), 64 + 16);
+            assert_eq!(off(addr_of!((*rec).kind) as *const u8), 64 + 24);
+            assert_eq!(off(addr_of!((*rec).commit) as *const u8), 64 + 28);
+        }
+        assert_eq!(core::mem::size_of::<Ring>(), 64 + 256 * 32);
+        assert_eq!(CAP, 256);
+        assert_eq!(MAGIC, 0x3168637461627073);
+    }
+
+    /// Appends n query pairs on a new thread; returns what the ring holds
+    /// (kinds in order, their commits right) and the ring's address.
+    fn run_pairs(n: usize) -> (Vec<u32>, usize) {
+        std::thread::spawn(move || {
+            let name = sp_name!("t_batch");
+            assert!(ring().is_null(), "a new thread has no ring");
+            for _ in 0..n {
+                assert!(batch::add(batch::K_QUERY_BEGIN, name.as_ptr(), 0));
+                assert!(batch::add(batch::K_QUERY_END, name.as_ptr(), 0));
+            }
+            let b = ring();
+            let mut kinds = Vec::new();
+            unsafe {
+                assert_eq!((*b).magic, MAGIC);
+                assert_eq!((*b).owner, batch::slot() as usize, "owned by this TLS slot");
+                assert_eq!((*b).busy, 0);
+                let seq = (*b).seq;
+                let first = seq.saturating_sub(CAP as u64);
+                for i in first..seq {
+                    let r = (addr_of!((*b).rec) as *const Rec).add(i as usize % CAP);
+                    assert_eq!((*r).commit, i as u32 + 1, "record {} committed", i);
+                    if (*r).kind & 0xff != 8 {
+                        assert_eq!((*r).name, name.as_ptr() as u64);
+                    }
+                    kinds.push((*r).kind & 0xff);
+                }
+                (kinds, b as usize)
+            }
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn records_pairs_and_pauses() {
+        let (kinds, _) = run_pairs(3);
+        // The first record of the batch flushes (a PAUSE after it).
+        assert_eq!(kinds, [1, 8, 2, 1, 2, 1, 2]);
+        // Past a ring's worth, nearly-full flushes keep every record in
+        // the last CAP slots committed, PAUSEs among them.
+        let (kinds, _) = run_pairs(1000);
+        assert_eq!(kinds.len(), CAP);
+        assert!(kinds.contains(&8), "a nearly full ring flushed");
+        let pairs: Vec<u32> = kinds.into_iter().filter(|&k| k != 8).collect();
+        assert!(pairs.windows(2).all(|w| w[0] != w[1]), "BEGIN and END alternate");
+    }
+
+    #[test]
+    fn a_thread_exit_releases_its_ring() {
+        let (kinds, b) = run_pairs(10);
+        assert!(!still_the_ring(b, kinds.len() as u64), "the key destructor unmapped the ring");
+    }
+
+    #[test]
+    fn two_threads_two_rings() {
+        let a = std::thread::spawn(|| {
+            batch::add(batch::K_CACHE_HIT, sp_name!("t_two").as_ptr(), 0);
+            let (_, b) = run_pairs(1);
+            (ring() as usize, b)
+        })
+        .join()
+        .unwrap();
+        assert_ne!(a.0, 0);
+        assert_ne!(a.0, a.1);
+    }
+
+    #[test]
+    fn a_forked_child_restarts_its_wiped_ring() {
+        // In the child, the forking thread's ring is zeroed (MADV_WIPEONFORK)
+        // and restarted in place at its next record: exit code 0 if so.
+        let code = std::thread::spawn(|| unsafe {
+            let name = sp_name!("t_fork");
+            for _ in 0..5 {
+                batch::add(batch::K_QUERY_BEGIN, name.as_ptr(), 0);
+            }
+            let b = ring();
+            let pid = fork();
+            if pid == 0 {
+                let wiped = (*b).magic == 0 && (*b).seq == 0;
+                let ok = batch::add(batch::K_QUERY_END, name.as_ptr(), 0);
+                let restarted = ring() == b && (*b).magic == MAGIC && (*b).seq == 2;
+                _exit(if wiped && ok && restarted { 0 } else { 1 });
+            }
+            assert!(pid > 0);
+            assert_eq!((*b).seq, 6, "the parent's ring is untouched");
+            let mut status = 0;
+            assert_eq!(waitpid(pid, &mut status, 0), pid);
+            status
+        })
+        .join()
+        .unwrap();
+        assert_eq!(code, 0, "child: wiped, then restarted in place");
+    }
+}

@@ -6,11 +6,16 @@
 //! call on a traced nop5; with a naive nop5 site ("naive", the negative
 //! control) they are overwritten and results go wrong.
 //!
+//! The leaf's probes are `sp:thread_name`, a per-event probe that sptrace
+//! attaches in every session: a batched query probe calls the ring code in
+//! its traced branch, so a function with one is no leaf. Each call is
+//! counted by a query pair around it in main().
+//!
 //!   rs_redzone safe|naive CALLS      prints "wrong=K calls=N"
-use sp_probe::{sp_query_begin, sp_query_end};
+use sp_probe::{sp_query_begin, sp_query_end, sp_thread_name};
 
 
-/// A query_begin/query_end site with a bare nop5 and no %rsp adjustment:
+/// A thread_name site with a bare nop5 and no %rsp adjustment:
 /// exactly what sp-probe must not do. Test-only; reuses the crate's note.
 macro_rules! naive_site {
     ($probe:ident) => {
@@ -61,13 +66,13 @@ macro_rules! rz_body {
 #[no_mangle]
 #[inline(never)]
 pub extern "C" fn rs_rz_safe(x: u64) -> u64 {
-    rz_body!(x, { sp_query_begin!("rz") }, { sp_query_end!("rz") })
+    rz_body!(x, { sp_thread_name!("rz") }, { sp_thread_name!("rz") })
 }
 
 #[no_mangle]
 #[inline(never)]
 pub extern "C" fn rs_rz_naive(x: u64) -> u64 {
-    rz_body!(x, { naive_site!(query_begin) }, { naive_site!(query_end) })
+    rz_body!(x, { naive_site!(thread_name) }, { naive_site!(thread_name) })
 }
 
 #[no_mangle]
@@ -90,7 +95,10 @@ fn main() {
     let mut wrong = 0u64;
     for i in 0..calls {
         let x = i.wrapping_mul(2654435761);
-        if f(x) != rs_rz_expected(x) {
+        sp_query_begin!("rz");
+        let r = f(x);
+        sp_query_end!("rz");
+        if r != rs_rz_expected(x) {
             wrong += 1;
         }
     }
