@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 
-from sptest import (SPTRACE, check, close, eq, finish, require_bpf,
+from sptest import (SPTRACE, between, check, close, eq, finish, require_bpf,
                     retry_timing, rows, run, tmpfile, trace_json)
 
 HOST = os.environ["BATCH_HOST"]
@@ -72,15 +72,15 @@ def test_cross():
     eq(r["span"]["count"], 200, "cross: span (library BEGIN, executable END)")
     eq(r["back"]["count"], 200, "cross: back (executable BEGIN, library END)")
     eq(r["step"]["count"], 400, "cross: step nested in both")
-    close(r["span"]["total_ns"], t["span_ns"], "cross: span total")
-    close(r["back"]["total_ns"], t["back_ns"], "cross: back total")
-    # nested right: self time is the host's (step's time taken out); a
-    # step applied outside its parent would leave it all in self
+    # Between the host's readings inside and around the probes; self is
+    # its time less step's, between inside less step's time with its BEGIN
+    # and around less step's inner time (batch_host.c, cross_add): a step
+    # applied outside its parent would leave all of step's time in self,
+    # a record stamped after its END's flush would take the flush from it.
     for q in ("span", "back"):
-        d = abs(r[q]["self_ns"] - t[q + "_self_ns"])
-        check(d <= 0.05 * t[q + "_ns"],
-              "cross: step nested in %s (self %d ns, the host's %d ns, of %d)"
-              % (q, r[q]["self_ns"], t[q + "_self_ns"], t[q + "_ns"]))
+        between(r[q]["total_ns"], (t[q + "_ns"], t[q + "_outer_ns"]), "cross: %s total" % q)
+        between(r[q]["self_ns"], (t[q + "_self_lo_ns"], t[q + "_self_hi_ns"]),
+                "cross: step nested in %s, self" % q, rel=0.01)
 
 
 def test_signal():
@@ -243,17 +243,23 @@ def test_func_nesting():
               "%s func: bh_fn_in total %d ns within the host's body %d and "
               "call %d ns" % (mode, fin["total_ns"], t["in_body_ns"],
                               t["in_call_ns"]))
-        close(around["total_ns"], t["around_ns"], mode + " func: around total")
+        # In per-event mode each probe is a trap, whose cost depends on
+        # the machine: times lie between the host's readings inside and
+        # around the probes.
+        between(around["total_ns"], (t["around_ns"], t["around_outer_ns"]),
+                mode + " func: around total")
         # around's self is its time less the call's: between the host's
-        # time less the call and its time less the body (3% either way)
-        tol = 0.03 * t["around_ns"]
-        lo, hi = t["around_ns"] - t["in_call_ns"], t["around_ns"] - t["in_body_ns"]
+        # inner time less the call and its outer time less the body
+        tol = 0.005 * t["around_outer_ns"]
+        lo = t["around_ns"] - t["in_call_ns"]
+        hi = t["around_outer_ns"] - t["in_body_ns"]
         check(lo - tol <= around["self_ns"] <= hi + tol,
               "%s func: bh_fn_in nested in around: self %d ns, the host's "
               "%d..%d ns" % (mode, around["self_ns"], lo, hi))
-        close(r["inside"]["total_ns"], t["inside_ns"], mode + " func: inside total")
-        tol = 0.03 * t["out_call_ns"]
-        lo = t["out_body_ns"] - t["inside_ns"]
+        between(r["inside"]["total_ns"], (t["inside_ns"], t["inside_outer_ns"]),
+                mode + " func: inside total")
+        tol = 0.005 * t["out_call_ns"]
+        lo = t["out_body_ns"] - t["inside_outer_ns"]
         hi = t["out_call_ns"] - t["inside_ns"]
         check(lo - tol <= fout["self_ns"] <= hi + tol,
               "%s func: inside nested in bh_fn_out: self %d ns, the host's "

@@ -9,7 +9,10 @@
  *   batch_host cross N      N "span" queries that begin in the library and
  *                           end in the executable (and N "back" the other
  *                           way round), each around a 100 us "step" query:
- *                           prints {"span_ns": total, "back_ns": total, ...}
+ *                           prints per query its time inside and around
+ *                           its probes and its self time's bounds:
+ *                           {"span_ns", "span_outer_ns", "span_self_lo_ns",
+ *                           "span_self_hi_ns", the same for "back"}
  *   batch_host signal N     N "work" pairs (more until the handler ran
  *                           2,000 times) while a 10 kHz timer signal's
  *                           handler runs "sig" pairs (so some land inside
@@ -45,10 +48,11 @@
  *                           function around an "inside" query (200 us):
  *                           --func 'bh_fn_*' frames inside batched queries
  *                           and the reverse. Prints the host's clock sums:
- *                           around_ns (between its probes), in_call_ns
+ *                           around_ns (between its probes),
+ *                           around_outer_ns (around them), in_call_ns
  *                           (around the call), in_body_ns (the body's first
  *                           and last line), out_call_ns, out_body_ns,
- *                           inside_ns (between its probes)
+ *                           inside_ns and inside_outer_ns
  *   batch_host marks N      on the main thread and one more, N rounds of an
  *                           "rq" query around a <sys/sdt.h> bh:sdt__start /
  *                           bh:sdt__done pair (for a --query line), then
@@ -104,43 +108,80 @@ static int first(void)
 	return 0;
 }
 
-static uint64_t step(void)
+/* A 100 us "step": returns the host's time inside its probes, and adds
+ * the time from before its BEGIN to the reading after it to *begin (a
+ * record is stamped as its macro starts, so what an END costs, a flush
+ * included, goes to the parent; what a BEGIN costs may go to the step). */
+static uint64_t step(uint64_t *begin)
 {
-	uint64_t t0, t1;
+	uint64_t o0, t0, t1;
 
+	o0 = gt_now();
 	SP_QUERY_BEGIN("step");
 	t0 = gt_now();
 	gt_spin(100000);
 	t1 = gt_now();
 	SP_QUERY_END("step");
+	*begin += t0 - o0;
 	return t1 - t0;
+}
+
+/* Sums for one of cross's queries: its time inside and around its probes,
+ * and its self time's bounds: inside less its step's inner time and BEGIN,
+ * around less its step's inner time (a preemption between step's BEGIN and
+ * the host's reading goes to the step in sptrace, to self in the host). */
+struct cross_sum {
+	uint64_t ns, outer_ns, self_lo_ns, self_hi_ns;
+};
+
+static void cross_add(struct cross_sum *q, uint64_t o0, uint64_t t0, uint64_t t1,
+		      uint64_t o1, uint64_t step_ns, uint64_t step_begin)
+{
+	q->ns += t1 - t0;
+	q->outer_ns += o1 - o0;
+	q->self_lo_ns += t1 - t0 - step_ns - step_begin;
+	q->self_hi_ns += o1 - o0 - step_ns;
+}
+
+static void cross_print(const char *name, const struct cross_sum *q, const char *sep)
+{
+	printf("\"%s_ns\": %llu, \"%s_outer_ns\": %llu, \"%s_self_lo_ns\": %llu, "
+	       "\"%s_self_hi_ns\": %llu%s", name, (unsigned long long)q->ns,
+	       name, (unsigned long long)q->outer_ns, name,
+	       (unsigned long long)q->self_lo_ns, name,
+	       (unsigned long long)q->self_hi_ns, sep);
 }
 
 static int cross(int n)
 {
-	uint64_t t0, t1, span = 0, back = 0, span_self = 0, back_self = 0, c;
+	struct cross_sum span = { 0 }, back = { 0 };
+	uint64_t o0, t0, t1, o1, c, co;
 	int i;
 
 	for (i = 0; i < n; i++) {
+		co = 0;
+		o0 = gt_now();
 		bl_begin("span");
 		t0 = gt_now();
-		c = step();
+		c = step(&co);
 		t1 = gt_now();
 		SP_QUERY_END("span");
-		span += t1 - t0;
-		span_self += t1 - t0 - c;
+		o1 = gt_now();
+		cross_add(&span, o0, t0, t1, o1, c, co);
 
+		co = 0;
+		o0 = gt_now();
 		SP_QUERY_BEGIN("back");
 		t0 = gt_now();
-		c = step();
+		c = step(&co);
 		t1 = gt_now();
 		bl_end("back");
-		back += t1 - t0;
-		back_self += t1 - t0 - c;
+		o1 = gt_now();
+		cross_add(&back, o0, t0, t1, o1, c, co);
 	}
-	printf("{\"span_ns\": %llu, \"span_self_ns\": %llu, \"back_ns\": %llu, \"back_self_ns\": %llu}\n",
-	       (unsigned long long)span, (unsigned long long)span_self,
-	       (unsigned long long)back, (unsigned long long)back_self);
+	printf("{");
+	cross_print("span", &span, ", ");
+	cross_print("back", &back, "}\n");
 	return 0;
 }
 
@@ -397,7 +438,7 @@ static int libs(int n, int nlibs, char **paths)
 }
 
 /* ---- func N: --func frames and batched queries, nested both ways ---- */
-static uint64_t in_body, out_body, inside;
+static uint64_t in_body, out_body, inside, inside_outer;
 
 __attribute__((noinline)) void bh_fn_in(void)
 {
@@ -409,22 +450,26 @@ __attribute__((noinline)) void bh_fn_in(void)
 
 __attribute__((noinline)) void bh_fn_out(void)
 {
-	uint64_t t0 = gt_now(), a, b;
+	uint64_t t0 = gt_now(), oa, a, b, ob;
 
 	gt_spin(50000);
+	oa = gt_now();
 	SP_QUERY_BEGIN("inside");
 	a = gt_now();
 	gt_spin(200000);
 	b = gt_now();
 	SP_QUERY_END("inside");
+	ob = gt_now();
 	inside += b - a;
+	inside_outer += ob - oa;
 	gt_spin(50000);
 	out_body += gt_now() - t0;
 }
 
 static int funcs(int n)
 {
-	uint64_t around = 0, in_call = 0, out_call = 0, t0, t1, c0, c1;
+	uint64_t around = 0, around_outer = 0, in_call = 0, out_call = 0;
+	uint64_t o0, o1, t0, t1, c0, c1;
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -432,6 +477,7 @@ static int funcs(int n)
 		 * the first record of one, which flushes at once. */
 		SP_QUERY_BEGIN("pre");
 		SP_QUERY_END("pre");
+		o0 = gt_now();
 		SP_QUERY_BEGIN("around");
 		t0 = gt_now();
 		gt_spin(50000);
@@ -441,18 +487,23 @@ static int funcs(int n)
 		gt_spin(50000);
 		t1 = gt_now();
 		SP_QUERY_END("around");
+		o1 = gt_now();
 		around += t1 - t0;
+		around_outer += o1 - o0;
 		in_call += c1 - c0;
 		c0 = gt_now();
 		bh_fn_out();
 		c1 = gt_now();
 		out_call += c1 - c0;
 	}
-	printf("{\"around_ns\": %llu, \"in_call_ns\": %llu, \"in_body_ns\": %llu, "
-	       "\"out_call_ns\": %llu, \"out_body_ns\": %llu, \"inside_ns\": %llu}\n",
-	       (unsigned long long)around, (unsigned long long)in_call,
-	       (unsigned long long)in_body, (unsigned long long)out_call,
-	       (unsigned long long)out_body, (unsigned long long)inside);
+	printf("{\"around_ns\": %llu, \"around_outer_ns\": %llu, "
+	       "\"in_call_ns\": %llu, \"in_body_ns\": %llu, "
+	       "\"out_call_ns\": %llu, \"out_body_ns\": %llu, \"inside_ns\": %llu, "
+	       "\"inside_outer_ns\": %llu}\n",
+	       (unsigned long long)around, (unsigned long long)around_outer,
+	       (unsigned long long)in_call, (unsigned long long)in_body,
+	       (unsigned long long)out_call, (unsigned long long)out_body,
+	       (unsigned long long)inside, (unsigned long long)inside_outer);
 	return 0;
 }
 
