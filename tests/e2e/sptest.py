@@ -181,9 +181,23 @@ def between(v, bounds, what, rel=0.005):
     inside it (traps, flushes), whose cost depends on the machine."""
     lo, hi = bounds
     return check(lo * (1 - rel) <= v <= hi * (1 + rel),
-                 "%s: %d between the host's inner %d and outer %d, within %.1f%% "
-                 "(%+.2f%% of inner)" % (what, v, lo, hi, 100 * rel,
+                 "%s: %d between the host's bounds %d and %d, within %.1f%% "
+                 "(%+.2f%% of the low one)" % (what, v, lo, hi, 100 * rel,
                                          100.0 * (v - lo) / max(lo, 1)))
+
+
+def cross_bounds(t, q, per_event):
+    """batch_host cross's truth for query q ("span", "back"): the bounds
+    of its total and of its self time (its time less its step's). The
+    step's END window (the host's reading before it to the one after it)
+    goes to the parent in sptrace when records are stamped as the macro
+    starts (batched: a flush there is the parent's), to the step when
+    they are stamped in the kernel (per-event: the trap's way in); its
+    BEGIN window may go to either."""
+    step_out = t[q + "_step_begin_ns"] + (t[q + "_step_end_ns"] if per_event else 0)
+    return ((t[q + "_ns"], t[q + "_outer_ns"]),
+            (t[q + "_ns"] - t[q + "_step_ns"] - step_out,
+             t[q + "_outer_ns"] - t[q + "_step_ns"]))
 
 
 def run(args, timeout=300, **kw):

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 
-from sptest import (SPTRACE, between, check, close, eq, finish, require_bpf,
+from sptest import (SPTRACE, between, check, close, cross_bounds, eq, finish, require_bpf,
                     retry_timing, rows, run, tmpfile, trace_json)
 
 HOST = os.environ["BATCH_HOST"]
@@ -72,15 +72,14 @@ def test_cross():
     eq(r["span"]["count"], 200, "cross: span (library BEGIN, executable END)")
     eq(r["back"]["count"], 200, "cross: back (executable BEGIN, library END)")
     eq(r["step"]["count"], 400, "cross: step nested in both")
-    # Between the host's readings inside and around the probes; self is
-    # its time less step's, between inside less step's time with its BEGIN
-    # and around less step's inner time (batch_host.c, cross_add): a step
-    # applied outside its parent would leave all of step's time in self,
-    # a record stamped after its END's flush would take the flush from it.
+    # Between the host's readings inside and around the probes; self
+    # between its time less step's (sptest.cross_bounds): a step applied
+    # outside its parent would leave all of step's time in self, a record
+    # stamped after its END's flush would take the flush from it.
     for q in ("span", "back"):
-        between(r[q]["total_ns"], (t[q + "_ns"], t[q + "_outer_ns"]), "cross: %s total" % q)
-        between(r[q]["self_ns"], (t[q + "_self_lo_ns"], t[q + "_self_hi_ns"]),
-                "cross: step nested in %s, self" % q, rel=0.01)
+        total, self_ = cross_bounds(t, q, per_event=False)
+        between(r[q]["total_ns"], total, "cross: %s total" % q)
+        between(r[q]["self_ns"], self_, "cross: step nested in %s, self" % q, rel=0.01)
 
 
 def test_signal():

@@ -10,9 +10,11 @@
  *                           end in the executable (and N "back" the other
  *                           way round), each around a 100 us "step" query:
  *                           prints per query its time inside and around
- *                           its probes and its self time's bounds:
- *                           {"span_ns", "span_outer_ns", "span_self_lo_ns",
- *                           "span_self_hi_ns", the same for "back"}
+ *                           its probes, its steps' inside theirs, and their
+ *                           BEGINs' and ENDs' (tests/e2e/sptest.py,
+ *                           cross_bounds): {"span_ns", "span_outer_ns",
+ *                           "span_step_ns", "span_step_begin_ns",
+ *                           "span_step_end_ns", the same for "back"}
  *   batch_host signal N     N "work" pairs (more until the handler ran
  *                           2,000 times) while a 10 kHz timer signal's
  *                           handler runs "sig" pairs (so some land inside
@@ -109,10 +111,9 @@ static int first(void)
 }
 
 /* A 100 us "step": returns the host's time inside its probes, and adds
- * the time from before its BEGIN to the reading after it to *begin (a
- * record is stamped as its macro starts, so what an END costs, a flush
- * included, goes to the parent; what a BEGIN costs may go to the step). */
-static uint64_t step(uint64_t *begin)
+ * the time from before its BEGIN to the reading after it to *begin, and
+ * from the reading before its END to after it to *end. */
+static uint64_t step(uint64_t *begin, uint64_t *end)
 {
 	uint64_t o0, t0, t1;
 
@@ -123,61 +124,51 @@ static uint64_t step(uint64_t *begin)
 	t1 = gt_now();
 	SP_QUERY_END("step");
 	*begin += t0 - o0;
+	*end += gt_now() - t1;
 	return t1 - t0;
 }
 
 /* Sums for one of cross's queries: its time inside and around its probes,
- * and its self time's bounds: inside less its step's inner time and BEGIN,
- * around less its step's inner time (a preemption between step's BEGIN and
- * the host's reading goes to the step in sptrace, to self in the host). */
+ * and its step's time inside its probes and in its BEGIN and END. */
 struct cross_sum {
-	uint64_t ns, outer_ns, self_lo_ns, self_hi_ns;
+	uint64_t ns, outer_ns, step_ns, step_begin_ns, step_end_ns;
 };
-
-static void cross_add(struct cross_sum *q, uint64_t o0, uint64_t t0, uint64_t t1,
-		      uint64_t o1, uint64_t step_ns, uint64_t step_begin)
-{
-	q->ns += t1 - t0;
-	q->outer_ns += o1 - o0;
-	q->self_lo_ns += t1 - t0 - step_ns - step_begin;
-	q->self_hi_ns += o1 - o0 - step_ns;
-}
 
 static void cross_print(const char *name, const struct cross_sum *q, const char *sep)
 {
-	printf("\"%s_ns\": %llu, \"%s_outer_ns\": %llu, \"%s_self_lo_ns\": %llu, "
-	       "\"%s_self_hi_ns\": %llu%s", name, (unsigned long long)q->ns,
-	       name, (unsigned long long)q->outer_ns, name,
-	       (unsigned long long)q->self_lo_ns, name,
-	       (unsigned long long)q->self_hi_ns, sep);
+	printf("\"%s_ns\": %llu, \"%s_outer_ns\": %llu, \"%s_step_ns\": %llu, "
+	       "\"%s_step_begin_ns\": %llu, \"%s_step_end_ns\": %llu%s",
+	       name, (unsigned long long)q->ns, name,
+	       (unsigned long long)q->outer_ns, name,
+	       (unsigned long long)q->step_ns, name,
+	       (unsigned long long)q->step_begin_ns, name,
+	       (unsigned long long)q->step_end_ns, sep);
 }
 
 static int cross(int n)
 {
 	struct cross_sum span = { 0 }, back = { 0 };
-	uint64_t o0, t0, t1, o1, c, co;
+	uint64_t o0, t0, t1;
 	int i;
 
 	for (i = 0; i < n; i++) {
-		co = 0;
 		o0 = gt_now();
 		bl_begin("span");
 		t0 = gt_now();
-		c = step(&co);
+		span.step_ns += step(&span.step_begin_ns, &span.step_end_ns);
 		t1 = gt_now();
 		SP_QUERY_END("span");
-		o1 = gt_now();
-		cross_add(&span, o0, t0, t1, o1, c, co);
+		span.outer_ns += gt_now() - o0;
+		span.ns += t1 - t0;
 
-		co = 0;
 		o0 = gt_now();
 		SP_QUERY_BEGIN("back");
 		t0 = gt_now();
-		c = step(&co);
+		back.step_ns += step(&back.step_begin_ns, &back.step_end_ns);
 		t1 = gt_now();
 		bl_end("back");
-		o1 = gt_now();
-		cross_add(&back, o0, t0, t1, o1, c, co);
+		back.outer_ns += gt_now() - o0;
+		back.ns += t1 - t0;
 	}
 	printf("{");
 	cross_print("span", &span, ", ");
