@@ -92,24 +92,48 @@ static long name_vma(struct task_struct *task, struct vm_area_struct *vma,
 	return 0;
 }
 
+/*
+ * bpf_find_vma() only tries the address space's lock: it fails with EBUSY
+ * while a writer holds it or waits for it (an mmap() in another thread,
+ * a tracer's uprobe registration walking the file's mappings), and at a
+ * process's last exit there is no later chance. So it is tried again, a
+ * bounded number of times: a writer's hold is short, and only processes
+ * with an unread name get here.
+ */
+#define FIND_VMA_TRIES 4096
+
+struct find_try {
+	__u64 addr;
+	struct sp_name_loc loc;
+	long err;
+};
+
+/* bpf_loop() callback: one try; 1 ends the loop. */
+static long find_once(__u32 i, struct find_try *t)
+{
+	(void)i;
+	t->err = bpf_find_vma(bpf_get_current_task_btf(), t->addr, name_vma,
+			      &t->loc, 0);
+	return t->err != -16;	/* EBUSY */
+}
+
 /* bpf_for_each_map_elem() callback over `names`. */
 static long locate_one(struct bpf_map *map, struct sp_query_key *key,
 		       struct sp_name *val, __u32 *tgid)
 {
-	struct sp_name_loc loc = { 0 };
+	struct find_try t = { 0 };
 
 	(void)map;
 	if (key->tgid != *tgid || val->str[0] ||
 	    val->loc.magic == SP_NAME_LOC_MAGIC ||
 	    (key->name & (SP_FUNC_TAG | SP_SPEC_TAG | SP_KEY_TAG)))
 		return 0;
-	loc.off = key->name;
-	/* The address space may be changing under another thread: then
-	 * bpf_find_vma() does not wait for it, and the name stays unread. */
-	if (bpf_find_vma(bpf_get_current_task_btf(), key->name, name_vma, &loc,
-			 0) || loc.magic != SP_NAME_LOC_MAGIC)
-		return 0;
-	val->loc = loc;
+	t.addr = key->name;
+	t.loc.off = key->name;
+	bpf_loop(FIND_VMA_TRIES, find_once, &t, 0);
+	if (t.err || t.loc.magic != SP_NAME_LOC_MAGIC)
+		return 0;	/* still busy, or not a file's name */
+	val->loc = t.loc;
 	return 0;
 }
 
