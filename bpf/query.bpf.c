@@ -221,6 +221,48 @@ static __always_inline int on_poll_end(struct pt_regs *ctx, __u64 cookie)
 			   event_arg(ctx, cookie, 2) != 0);
 }
 
+/*
+ * sp:query_finish(name, id[, key[, SP_KEY_ARG_TEXT]]): an async invocation
+ * ends after its last piece (a future dropped while suspended, a span
+ * closed after its last exit). No frame is open for it: it is counted
+ * with what its pieces left in `async_busy`, and takes no time itself
+ * (the probe's own cost stays out, where an empty last piece, the older
+ * way, added a BEGIN's and an END's). An invocation not in `async_busy`
+ * (the map was full: its pieces' time went to the row) is counted with
+ * none.
+ */
+static __always_inline int finish_at(__u64 id, __u64 name, __u64 inv)
+{
+	struct sp_async_key key = { .id = inv, .name = name, .tgid = id >> 32 };
+	struct sp_closed c = { .name = name, .kind = SP_FRAME_QUERY };
+	struct sp_async_busy *b;
+
+	b = bpf_map_lookup_elem(&async_busy, &key);
+	if (b) {
+		c.total_ns = b->total_ns;
+		c.self_ns = b->self_ns;
+		bpf_map_delete_elem(&async_busy, &key);
+	}
+	add_closed(key.tgid, &c);
+	return 0;
+}
+
+static __always_inline int on_finish(struct pt_regs *ctx, __u64 cookie)
+{
+	__u64 id = bpf_get_current_pid_tgid(), name;
+
+	if (!counting())
+		return 0;
+	drain_first(id, 1);
+	name = event_arg(ctx, cookie, 0);
+	if (SP_COOKIE_ARG(cookie, 2) != SP_REG_NONE)
+		name = keyed_name(id, name, event_arg(ctx, cookie, 2), true,
+				  SP_COOKIE_ARG(cookie, 3) != SP_REG_NONE &&
+				  event_arg(ctx, cookie, 3) == SP_KEY_ARG_TEXT,
+				  false);
+	return finish_at(id, name, event_arg(ctx, cookie, 1));
+}
+
 static __always_inline int on_cache_hit(struct pt_regs *ctx, __u64 cookie)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now, name;
@@ -323,6 +365,8 @@ int sp_event(struct pt_regs *ctx)
 		break;
 	case SP_COOKIE_POLL_END:
 		return on_poll_end(ctx, cookie);
+	case SP_COOKIE_FINISH:
+		return on_finish(ctx, cookie);
 	case SP_EV_CACHE_HIT:
 		return on_cache_hit(ctx, cookie);
 	case SP_EV_THREAD_NAME:

@@ -364,8 +364,10 @@ enum sp_spec_error {
 #define SP_COOKIE_EVENT_SHIFT 56
 #define SP_COOKIE_EVENT(cookie) ((unsigned int)((cookie) >> SP_COOKIE_EVENT_SHIFT))
 #define SP_COOKIE_OF_EVENT(ev) ((__u64)(ev) << SP_COOKIE_EVENT_SHIFT)
-/* A probe with no record event of its own, above enum sp_event_kind: the
- * end of an async query's poll (live only). */
+/* Probes with no record event of their own, above enum sp_event_kind
+ * (live only): the end of an async query's poll, and the end of an async
+ * invocation after its last piece. */
 #define SP_COOKIE_POLL_END 0x80u
+#define SP_COOKIE_FINISH 0x81u
 
 #endif /* SPTRACE_QUERY_ABI_H */

@@ -275,6 +275,7 @@ static size_t bind_probes(struct query_provider *qp)
 		/* Async queries: live only; a recording has no event for a
 		 * poll (docs/instrumenting.md, "Async queries"). */
 		{ "query_poll_end", SP_COOKIE_POLL_END, SP_EVC_QUERY, BIND_LIVE },
+		{ "query_finish", SP_COOKIE_FINISH, SP_EVC_QUERY, BIND_LIVE },
 		{ "blocked_end", SP_EV_BLOCKED_END, SP_EVC_BLOCKED, BIND_WANTED },
 		{ "incr_load_end", SP_EV_INCR_LOAD_END, SP_EVC_INCR, BIND_WANTED },
 		{ "query_begin", SP_EV_QUERY_BEGIN, SP_EVC_QUERY, BIND_WANTED },

@@ -9,7 +9,9 @@
 //! `sp:query_poll_end(name, id, ready)`), which nests correctly with
 //! whatever else that thread runs, and sptrace adds the polls of one
 //! invocation together under its `id` and counts the invocation once, at
-//! the poll that completes it (bpf/query.bpf.c, `poll_end_at`).
+//! the poll that completes it (bpf/query.bpf.c, `poll_end_at`), or at
+//! `sp:query_finish(name, id)` for one dropped or closed after its last
+//! piece (`finish_at`).
 
 use crate::{IntegerOrPointer, Name};
 use core::future::Future;
@@ -133,14 +135,41 @@ impl AsyncQuery {
     }
 
     /// Completes an invocation whose last piece ended with
-    /// `poll_end(false)`: an empty last piece (a future dropped before it
-    /// completed, a span closed after its last exit). sptrace then counts
-    /// it, and forgets its id.
+    /// `poll_end(false)` (a future dropped before it completed, a span
+    /// closed after its last exit): sptrace counts it with the pieces'
+    /// time, and forgets its id. `sp:query_finish(name, id)` (a keyed
+    /// invocation adds its key as `poll_end` does) where the tracer
+    /// watches it: one probe and no time of its own. A tracer that does
+    /// not know it (an older sptrace) gets an empty last piece instead, a
+    /// BEGIN and a `poll_end(true)` back to back, whose length (the
+    /// probes' own cost) is added to the invocation.
     #[inline]
     pub fn finish(&self) {
-        self.poll_begin();
-        self.poll_end(true);
+        if finish_watched() {
+            let (n, id) = (self.name.as_ptr(), self.id);
+            match self.key {
+                QueryKey::None => crate::sp_probe!(query_finish, n, id),
+                QueryKey::Int(k) => crate::sp_probe!(query_finish, n, id, k),
+                QueryKey::Text(k) => crate::sp_probe!(query_finish, n, id, k.as_ptr(), 1u64),
+            }
+        } else {
+            self.poll_begin();
+            self.poll_end(true);
+        }
     }
+}
+
+/// The value of `sp:query_finish`'s semaphore.
+#[cfg(all(feature = "enabled", target_arch = "x86_64", target_os = "linux"))]
+#[inline(always)]
+fn finish_watched() -> bool {
+    crate::__sp_sema!(query_finish) != 0
+}
+
+#[cfg(not(all(feature = "enabled", target_arch = "x86_64", target_os = "linux")))]
+#[inline(always)]
+fn finish_watched() -> bool {
+    false
 }
 
 /// The value of `sp:query_poll_end`'s semaphore, non-zero while a tracer

@@ -333,4 +333,50 @@ mod batch {
         .unwrap();
         assert_eq!(code, 0, "child: wiped, then restarted in place");
     }
+
+    extern "C" {
+        // The semaphores the crate's sites define (enabled.rs,
+        // __sp_sema_def!): a tracer raises them.
+        static mut sp_flush_semaphore: u16;
+        static mut sp_query_poll_end_semaphore: u16;
+        static mut sp_query_finish_semaphore: u16;
+    }
+
+    #[test]
+    fn finish_adds_no_piece_where_watched() {
+        // In a child, so the raised semaphores touch no other test: as
+        // under sptrace (batching, polls and finish watched), finish
+        // writes no record (sp:query_finish alone); with sp:query_finish
+        // unwatched (an older sptrace), an empty piece: a BEGIN record
+        // (its per-event poll_end is a nop here). Exit code 0 if so.
+        let code = std::thread::spawn(|| unsafe {
+            let pid = fork();
+            if pid == 0 {
+                sp_flush_semaphore = 1;
+                sp_query_poll_end_semaphore = 1;
+                sp_query_finish_semaphore = 1;
+                let q = crate::AsyncQuery::new(sp_name!("t_finish"));
+                q.poll_begin();
+                q.poll_end(false);
+                let b = ring();
+                let seq = if b.is_null() { u64::MAX } else { (*b).seq };
+                q.finish();
+                let watched_adds = (*b).seq - seq;
+                sp_query_finish_semaphore = 0;
+                q.finish();
+                // The record after those of before the first finish.
+                let r = (addr_of!((*b).rec) as *const Rec).add(seq as usize % CAP);
+                let old_adds_begin = (*b).seq > seq && (*r).kind & 0xff == 1
+                    && (*r).name == sp_name!("t_finish").as_ptr() as u64;
+                _exit(if watched_adds == 0 && old_adds_begin { 0 } else { 1 });
+            }
+            assert!(pid > 0);
+            let mut status = 0;
+            assert_eq!(waitpid(pid, &mut status, 0), pid);
+            status
+        })
+        .join()
+        .unwrap();
+        assert_eq!(code, 0, "child: no record where finish is watched, a BEGIN where not");
+    }
 }

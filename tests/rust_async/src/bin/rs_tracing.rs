@@ -102,8 +102,9 @@ fn main() {
                     }
                     ons += o0.elapsed().as_nanos() as u64;
                 }
-                // Its close ends the invocation with an empty last piece
-                // (AsyncQuery::finish): a BEGIN and an END, one trap apart.
+                // Its close ends the invocation (AsyncQuery::finish:
+                // sp:query_finish, or with a tracer that does not watch
+                // it an empty last piece, a BEGIN and an END).
                 let c0 = Instant::now();
                 drop(span);
                 (ns, ons + c0.elapsed().as_nanos() as u64)
