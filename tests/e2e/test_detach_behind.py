@@ -89,7 +89,24 @@ while True:
         p.send_signal(signal.SIGSTOP)
         break
 check(LINE in err, "launch: -v says the uprobes go in the background (%s)" % err.strip()[-300:])
+
+
+def settled(pid):
+    """The keeper has named itself and closed what it does not keep (it
+    does so on its own, after sptrace saw it forked: a loaded machine may
+    not have run it yet)."""
+    f = fds(pid)
+    return [f.get(i) for i in (0, 1, 2)] == ["/dev/null"] * 3 and \
+        not any(i > 2 and not t.startswith("pipe:") and
+                t not in ("anon_inode:bpf_link", "anon_inode:[perf_event]")
+                for i, t in f.items())
+
+
+end = time.time() + 10
 k = keepers()
+while (len(k) != 1 or not settled(k[0])) and time.time() < end:
+    time.sleep(0.05)
+    k = keepers()
 eq(len(k), 1, "launch: one keeper")
 if k:
     f = fds(k[0])
