@@ -308,6 +308,9 @@ def test_fork():
             # children are other processes (not followed).
             eq(r.get("fork_pair", {}).get("count"), 1 + n, label + ": the parent's pairs")
             eq(r.get("fork_query", {}).get("count"), 1 + n, label + ": the parent's scopes")
+            if not variant:
+                eq(r.get("fork_async", {}).get("count"), 1 + n,
+                   label + ": the parent's async invocations (sp:query_finish)")
 
 
 def test_alloc():

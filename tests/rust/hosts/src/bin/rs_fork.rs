@@ -12,7 +12,7 @@
 //!
 //!   rs_fork CHILDREN [batched]    prints "children=N ok=K", exits 0 if K == N
 use sp_probe::{
-    sp_alloc, sp_blocked_scope, sp_cache_hit, sp_enabled, sp_free, sp_incr_load_scope,
+    sp_alloc, AsyncQuery, sp_blocked_scope, sp_cache_hit, sp_enabled, sp_free, sp_incr_load_scope,
     sp_mark, sp_name, sp_probe, sp_query_begin, sp_query_end, sp_scope, sp_thread_name,
 };
 
@@ -50,6 +50,14 @@ fn every_probe(round: u64, batched_only: bool) -> u64 {
         sp_alloc!("ForkBuf", v.len() * 8, v.as_ptr());
         sp_free!("ForkBuf", v.as_ptr());
         sp_probe!(fork_custom, round, v.len());
+        // An async invocation of one piece ended after it: its
+        // sp:query_poll_end and sp:query_finish sites, per-event.
+        if AsyncQuery::watched() {
+            let q = AsyncQuery::new(sp_name!("fork_async"));
+            q.poll_begin();
+            q.poll_end(false);
+            q.finish();
+        }
     }
     v.iter().sum::<u64>() + sp_enabled!() as u64
 }
