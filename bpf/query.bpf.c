@@ -199,25 +199,34 @@ static __always_inline int poll_end_at(__u64 id, __u64 now, __u64 name,
 	return 0;
 }
 
+/* An async probe's row name: its first argument, or, for a keyed
+ * invocation (its key at argument `k`, SP_KEY_ARG_TEXT after it for a text
+ * key), the key's row: its polls began keyed, so their frames and its row
+ * are the key's. */
+static __always_inline __u64 async_name(struct pt_regs *ctx, __u64 cookie,
+					__u64 id, unsigned int k)
+{
+	__u64 name = event_arg(ctx, cookie, 0);
+
+	if (SP_COOKIE_ARG(cookie, k) == SP_REG_NONE)
+		return name;
+	return keyed_name(id, name, event_arg(ctx, cookie, k), true,
+			  SP_COOKIE_ARG(cookie, k + 1) != SP_REG_NONE &&
+			  event_arg(ctx, cookie, k + 1) == SP_KEY_ARG_TEXT,
+			  false);
+}
+
 static __always_inline int on_poll_end(struct pt_regs *ctx, __u64 cookie)
 {
 	/* As on_end(): the time before the drain of the thread's rings. */
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
 
-	__u64 name;
-
 	if (!counting())
 		return 0;
 	drain_first(id, 1);
-	name = event_arg(ctx, cookie, 0);
-	/* A keyed invocation (name, id, ready, key[, SP_KEY_ARG_TEXT]): its
-	 * polls began keyed, so their frames and its row are the key's. */
-	if (SP_COOKIE_ARG(cookie, 3) != SP_REG_NONE)
-		name = keyed_name(id, name, event_arg(ctx, cookie, 3), true,
-				  SP_COOKIE_ARG(cookie, 4) != SP_REG_NONE &&
-				  event_arg(ctx, cookie, 4) == SP_KEY_ARG_TEXT,
-				  false);
-	return poll_end_at(id, now, name, event_arg(ctx, cookie, 1),
+	/* (name, id, ready[, key[, SP_KEY_ARG_TEXT]]) */
+	return poll_end_at(id, now, async_name(ctx, cookie, id, 3),
+			   event_arg(ctx, cookie, 1),
 			   event_arg(ctx, cookie, 2) != 0);
 }
 
@@ -249,18 +258,14 @@ static __always_inline int finish_at(__u64 id, __u64 name, __u64 inv)
 
 static __always_inline int on_finish(struct pt_regs *ctx, __u64 cookie)
 {
-	__u64 id = bpf_get_current_pid_tgid(), name;
+	__u64 id = bpf_get_current_pid_tgid();
 
 	if (!counting())
 		return 0;
 	drain_first(id, 1);
-	name = event_arg(ctx, cookie, 0);
-	if (SP_COOKIE_ARG(cookie, 2) != SP_REG_NONE)
-		name = keyed_name(id, name, event_arg(ctx, cookie, 2), true,
-				  SP_COOKIE_ARG(cookie, 3) != SP_REG_NONE &&
-				  event_arg(ctx, cookie, 3) == SP_KEY_ARG_TEXT,
-				  false);
-	return finish_at(id, name, event_arg(ctx, cookie, 1));
+	/* (name, id[, key[, SP_KEY_ARG_TEXT]]) */
+	return finish_at(id, async_name(ctx, cookie, id, 2),
+			 event_arg(ctx, cookie, 1));
 }
 
 static __always_inline int on_cache_hit(struct pt_regs *ctx, __u64 cookie)
