@@ -175,6 +175,16 @@ def close(actual, expected, what, rel=0.03):
         100.0 * (actual - expected) / expected if expected else float("nan")))
 
 
+def async_rust_hosts():
+    """The folder of the async Rust hosts (tests/rust_async), built only
+    where Debian's tokio and tracing crates are installed; requires it."""
+    hosts = os.environ.get("RUST_ASYNC_HOSTS_DIR", "")
+    require(bool(hosts), "Debian's tokio and tracing crates: the async Rust hosts were not "
+            "built (apt-get install librust-tokio-dev librust-tracing-dev "
+            "librust-tracing-subscriber-dev)")
+    return hosts
+
+
 def between(v, bounds, what, rel=0.005):
     """v lies between a host's readings inside the probes (lo) and around
     them (hi), within rel: the check for a time that has kernel entries

@@ -17,13 +17,10 @@ import io
 import os
 import re
 
-from sptest import (SPTRACE, between, check, eq, finish, host_truth, require,
+from sptest import (SPTRACE, async_rust_hosts, between, check, eq, finish, host_truth,
                     require_bpf, retry_timing, rows, run, tmpfile, trace_json)
 
-HOSTS = os.environ.get("RUST_ASYNC_HOSTS_DIR", "")
-require(bool(HOSTS), "Debian's tokio and tracing crates: the async Rust hosts were not "
-        "built (apt-get install librust-tokio-dev librust-tracing-dev "
-        "librust-tracing-subscriber-dev)")
+HOSTS = async_rust_hosts()
 require_bpf()
 TRACING = os.path.join(HOSTS, "rs_tracing")
 EXAMPLE = os.path.join(HOSTS, "tracing_example_rs")
