@@ -238,6 +238,16 @@ try:
     check(p.returncode == 1 and "(a script, #!/bin/sh, that ran %s)" % GT
           in p.stderr, "a probe not found names the script and the program "
           "it ran: %s" % p.stderr.strip()[:300])
+    # bench's and diff's verdict options (cli__verdict_option): a bad value
+    # is one line, before any run or file read.
+    for cmd, rest in (("bench", ["--db", os.path.join(d, "v.db"), "--", GT, "1"]),
+                      ("diff", [os.path.join(d, "a.json"), os.path.join(d, "b.json")])):
+        for opt, val, word in (("--threshold", "x", "a percentage"),
+                               ("--threshold", "1001", "a percentage"),
+                               ("--fdr", "0", "a rate"), ("--fdr", "0.6", "a rate")):
+            refused(run([SPTRACE, cmd, opt, val] + rest), "%s %s %s" % (cmd, opt, val),
+                    "invalid %s '%s'" % (opt, val), word)
+    check(not os.path.exists(os.path.join(d, "v.db")), "bench: no database left")
 finally:
     shutil.rmtree(d, ignore_errors=True)
 finish()

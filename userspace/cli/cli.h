@@ -73,6 +73,12 @@ int cli__getopt(int argc, char *const argv[], const char *optstring,
  * and "see sptrace COMMAND --help" (the usage only with --help): -EINVAL. */
 int cli__option(int c, cli_usage_fn usage);
 
+struct verdict_opts;
+/* bench's and diff's --threshold PCT (0..1000) and --fdr RATE (above 0, at
+ * most 0.5), option c with its argument: into vo; one line and -EINVAL
+ * on a bad value. */
+int cli__verdict_option(int c, const char *arg, struct verdict_opts *vo);
+
 /* An option that names one thing (report's --base FILE) given a second
  * time is a mistake, not a change of mind (the first would be dropped
  * silently): *slot = arg the first time; then one line naming both,

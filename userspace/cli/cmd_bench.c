@@ -96,7 +96,6 @@ static int parse_args(int argc, char **argv, struct bench_env *env)
 		{},
 	};
 	struct session_opts *so = &env->so[0];
-	double d;
 	int c, r, i;
 
 	optind = 1;
@@ -142,20 +141,9 @@ static int parse_args(int argc, char **argv, struct bench_env *env)
 			env->width = 0;
 			break;
 		case OPT_THRESHOLD:
-			if (parse_double(optarg, 0, 1000, &d)) {
-				sp_err("invalid --threshold '%s' (expected a percentage, 0..1000)",
-				       optarg);
-				return -EINVAL;
-			}
-			env->vo.threshold = d / 100;
-			break;
 		case OPT_FDR:
-			if (parse_double(optarg, 1e-9, 0.5, &d)) {
-				sp_err("invalid --fdr '%s' (expected a rate above 0, at most 0.5)",
-				       optarg);
+			if (cli__verdict_option(c, optarg, &env->vo))
 				return -EINVAL;
-			}
-			env->vo.fdr = d;
 			break;
 		default:
 			if (cli__option(c, print_usage))

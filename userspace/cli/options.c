@@ -9,6 +9,8 @@
 #include "cli.h"
 #include "history_db.h"
 #include "log.h"
+#include "parse.h"
+#include "verdict.h"
 
 const char *cli__command;
 
@@ -179,5 +181,27 @@ int cli__set_once(const char **slot, const char *name, const char *arg)
 		return -EINVAL;
 	}
 	*slot = arg;
+	return 0;
+}
+
+int cli__verdict_option(int c, const char *arg, struct verdict_opts *vo)
+{
+	double d;
+
+	if (c == OPT_THRESHOLD) {
+		if (parse_double(arg, 0, 1000, &d)) {
+			sp_err("invalid --threshold '%s' (expected a percentage, 0..1000)",
+			       arg);
+			return -EINVAL;
+		}
+		vo->threshold = d / 100;
+	} else {
+		if (parse_double(arg, 1e-9, 0.5, &d)) {
+			sp_err("invalid --fdr '%s' (expected a rate above 0, at most 0.5)",
+			       arg);
+			return -EINVAL;
+		}
+		vo->fdr = d;
+	}
 	return 0;
 }
