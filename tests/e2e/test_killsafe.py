@@ -73,8 +73,12 @@ def children_of(pids):
 def releasers():
     """The releasers alive among our descendants (zombies are gone)."""
     me = os.getpid()
-    return {p for p in children_of([me]) - {me}
-            if (stat(p) or ("Z",))[0] != "Z" and stat(p)[2] == "sptrace-release"}
+    alive = {}
+    for p in children_of([me]) - {me}:
+        st = stat(p)              # once: p may exit between two reads
+        if st and st[0] != "Z":
+            alive[p] = st[2]
+    return {p for p, comm in alive.items() if comm == "sptrace-release"}
 
 
 def reap_orphans(keep):
@@ -253,20 +257,27 @@ for i in range(TRIALS):
 print("launch: processes left stopped in %d of %d trials" % (left, TRIALS))
 
 storm = subprocess.Popen([STORM, LIB], stdout=subprocess.PIPE)
-storm_lines = Lines(storm.stdout)
-left = 0
-for i in range(TRIALS):
-    phase = "load" if i % 4 == 0 else "run"
-    left += follow_trial("follow %d (%s)" % (i, phase), storm, storm_lines, phase)
-storm.send_signal(signal.SIGTERM)
-final = storm_lines.until("children", 30)
 try:
-    _, n, _, ok, _, en = final.split()
-    check(int(n) > 0 and n == ok and en == "0",
-          "follow: every child of the storm exited 0, SP_ENABLED() 0 (%s)" % final)
-except (AttributeError, ValueError):
-    check(False, "follow: the storm's last line (%r)" % final)
-storm.wait(timeout=30)
+    storm_lines = Lines(storm.stdout)
+    left = 0
+    for i in range(TRIALS):
+        phase = "load" if i % 4 == 0 else "run"
+        left += follow_trial("follow %d (%s)" % (i, phase), storm, storm_lines, phase)
+    storm.send_signal(signal.SIGTERM)
+    final = storm_lines.until("children", 30)
+    try:
+        _, n, _, ok, _, en = final.split()
+        check(int(n) > 0 and n == ok and en == "0",
+              "follow: every child of the storm exited 0, SP_ENABLED() 0 (%s)" % final)
+    except (AttributeError, ValueError):
+        check(False, "follow: the storm's last line (%r)" % final)
+    storm.wait(timeout=30)
+finally:
+    # The storm runs until told to stop, and it holds our stderr: a
+    # failed trial must not leave it running (meson would wait for it).
+    if storm.poll() is None:
+        storm.kill()
+        storm.wait()
 print("follow: processes left stopped in %d of %d trials" % (left, TRIALS))
 
 left = 0
