@@ -37,6 +37,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* The variables of query_maps.bpf.h, defined once for the object. */
 volatile bool armed;
 volatile bool batching;
+volatile bool sampling;
 volatile __u64 armed_ns;
 volatile __u64 disarmed_ns;
 struct sp_tsc_clock tsc_clock;
@@ -148,14 +149,14 @@ static __always_inline int poll_end_at(__u64 id, __u64 now, __u64 name,
 
 	st = thread_stack((__u32)id, key.tgid, false);
 	if (!st) {
-		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
+		count_unbalanced(key.tgid, SP_ERR_END_WITHOUT_BEGIN, 1);
 		return 0;
 	}
 	r = stack_pop(st, name, SP_FRAME_QUERY, now, &c);
 	if (r == SP_POP_OVERFLOWED)
 		return 0;
 	if (r == SP_POP_UNMATCHED) {
-		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
+		count_unbalanced(key.tgid, SP_ERR_END_WITHOUT_BEGIN, 1);
 		return 0;
 	}
 	if (c.discarded)
@@ -355,6 +356,8 @@ int sp_event(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 ev = SP_COOKIE_EVENT(cookie), kind;
 
+	if (counting())
+		count_hits(bpf_get_current_pid_tgid() >> 32, SP_HIT_EVENT, 1);
 	switch (ev) {
 	case SP_EV_QUERY_BEGIN:
 	case SP_EV_QUERY_END:
@@ -414,8 +417,8 @@ int sp_thread_exit(void *ctx)
 	if (armed)
 		emit(SP_EV_THREAD_EXIT, id, bpf_ktime_get_ns(), 0, 0, 0);
 	if (st->depth || st->overflow)
-		count_error(SP_ERR_THREAD_EXIT_OPEN,
-			    (__u64)st->depth + st->overflow);
+		count_unbalanced(id >> 32, SP_ERR_THREAD_EXIT_OPEN,
+				 (__u64)st->depth + st->overflow);
 	bpf_map_delete_elem(&threads, &tid);
 	return 0;
 }

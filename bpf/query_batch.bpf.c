@@ -199,6 +199,35 @@ static __always_inline void stage_event(__u64 id, __u64 now, __u64 name,
 	b->hdr.arg1 = n + 1;
 }
 
+/* One record appended by the host, and the time of its flush if it is a
+ * PAUSE: into this CPU's drain_hits, moved to the process by
+ * drain_hits_take() at the drain's end (a lookup per drain, not per
+ * record). */
+static __always_inline void drain_hit(__u64 pause_ns)
+{
+	__u32 zero = 0;
+	struct sp_probe_hits *d = bpf_map_lookup_elem(&drain_hits, &zero);
+
+	if (!d)
+		return;
+	d->n[SP_HIT_RECORD]++;
+	d->n[SP_HIT_PAUSE_NS] += pause_ns;
+}
+
+static __always_inline void drain_hits_take(__u32 tgid)
+{
+	__u32 zero = 0;
+	struct sp_probe_hits *d = bpf_map_lookup_elem(&drain_hits, &zero);
+
+	if (!d || !d->n[SP_HIT_RECORD])
+		return;
+	count_hits(tgid, SP_HIT_RECORD, d->n[SP_HIT_RECORD]);
+	if (d->n[SP_HIT_PAUSE_NS])
+		count_hits(tgid, SP_HIT_PAUSE_NS, d->n[SP_HIT_PAUSE_NS]);
+	d->n[SP_HIT_RECORD] = 0;
+	d->n[SP_HIT_PAUSE_NS] = 0;
+}
+
 /* batch_event()'s answer for a record stamped after the disarm. */
 #define SP_BATCH_PAST 0x7370
 
@@ -233,6 +262,7 @@ __noinline int batch_event(__u64 id, __u64 now, __u64 name, __u32 bkind,
 		return SP_BATCH_PAST;	/* after disarming */
 	if (now < armed_ns)
 		return 0;	/* before arming (a stale ring) */
+	drain_hit(bkind == SP_BK_PAUSE ? arg : 0);
 	switch (bkind) {
 	case SP_BK_QUERY_BEGIN:
 		kind = SP_FRAME_QUERY; ev = SP_EV_QUERY_BEGIN; break;
@@ -440,6 +470,7 @@ static __always_inline void batch_drain(struct sp_batch_reg *reg, __u64 id)
 	reg->past = s->past;
 	__sync_fetch_and_and(&reg->busy, 0);	/* release */
 	stage_flush();
+	drain_hits_take(id >> 32);
 	if (s->lost)
 		count_error(SP_ERR_BATCH_LOST, s->lost);
 }
@@ -725,6 +756,8 @@ int sp_flush(struct pt_regs *ctx)
 
 	if (!traced())
 		return 0;
+	if (armed)
+		count_hits(id >> 32, SP_HIT_FLUSH, 1);
 	ring = !bpf_probe_read_user(&h, sizeof(h), (const void *)addr) &&
 	       h.magic == SP_BATCH_MAGIC;
 	if (ring && !h.owner && !batch_own_ring((__u32)id, id >> 32, addr)) {
@@ -804,6 +837,7 @@ int sp_batch_feed(void *ctx)
 	}
 	__sync_fetch_and_and(&reg->busy, 0);	/* release */
 	stage_flush();
+	drain_hits_take(f->tgid);
 	return 0;
 }
 

@@ -47,6 +47,30 @@ static __always_inline void count_error(__u32 slot, __u64 n)
 		*v += n;
 }
 
+/* Adds n to what the probes did in process tgid (`probe_hits`). */
+static __always_inline void count_hits(__u32 tgid, __u32 kind, __u64 n)
+{
+	struct sp_probe_hits *h;
+	const void *zero;
+	__u32 z = 0;
+
+	if (kind >= SP_HIT__MAX)
+		return;
+	h = bpf_map_lookup_elem(&probe_hits, &tgid);
+	/* The zeroed new value off the stack (drains run deep in it): the
+	 * new-row template is zero and larger than a struct sp_probe_hits. */
+	if (!h && (zero = bpf_map_lookup_elem(&zero_row, &z))) {
+		bpf_map_update_elem(&probe_hits, &tgid, zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&probe_hits, &tgid);
+	}
+	if (!h) {
+		tgid = 0;	/* full: the loader's catch-all */
+		h = bpf_map_lookup_elem(&probe_hits, &tgid);
+	}
+	if (h)
+		h->n[kind] += n;
+}
+
 static __always_inline void emit(__u32 kind, __u64 id, __u64 now, __u64 name,
 				 __u64 arg1, __u64 arg2)
 {
@@ -72,6 +96,35 @@ static __always_inline void emit(__u32 kind, __u64 id, __u64 now, __u64 name,
 						   : BPF_RB_NO_WAKEUP);
 }
 
+/* --max-overhead: the window process tgid is sampled in now, or NULL when
+ * it is not sampled. */
+static __always_inline __u32 *sample_epoch(__u32 tgid)
+{
+	return sampling ? bpf_map_lookup_elem(&sample_epochs, &tgid) : NULL;
+}
+
+/* An unbalanced event: an error, but in a sampled process, where a
+ * window's edge cuts intervals, a cut interval. */
+static __always_inline void count_unbalanced(__u32 tgid, __u32 slot, __u64 n)
+{
+	count_error(sample_epoch(tgid) ? SP_CNT_SAMPLE_CUT : slot, n);
+}
+
+/* A stack whose frames were opened in an older sampling window: emptied,
+ * its frames counted as cut (their ENDs, or BEGINs, fell outside). */
+static __always_inline void sample_cut(struct sp_thread_stack *st, __u32 tgid)
+{
+	__u32 *e = sample_epoch(tgid);
+
+	if (!e || st->epoch == *e)
+		return;
+	if (st->depth || st->overflow)
+		count_error(SP_CNT_SAMPLE_CUT, (__u64)st->depth + st->overflow);
+	st->depth = 0;
+	st->overflow = 0;
+	st->epoch = *e;
+}
+
 static __always_inline struct sp_thread_stack *thread_stack(__u32 tid,
 							     __u32 tgid,
 							     bool create)
@@ -81,7 +134,11 @@ static __always_inline struct sp_thread_stack *thread_stack(__u32 tid,
 	long err;
 
 	st = bpf_map_lookup_elem(&threads, &tid);
-	if (st || !create)
+	if (st) {
+		sample_cut(st, tgid);
+		return st;
+	}
+	if (!create)
 		return st;
 	st = bpf_map_lookup_elem(&zero_stack, &zero);
 	if (!st)
@@ -92,8 +149,10 @@ static __always_inline struct sp_thread_stack *thread_stack(__u32 tid,
 		return NULL;
 	}
 	st = bpf_map_lookup_elem(&threads, &tid);
-	if (st)
+	if (st) {
 		st->tgid = tgid;
+		sample_cut(st, tgid);
+	}
 	return st;
 }
 
@@ -329,7 +388,7 @@ static __always_inline int end_at(__u64 id, __u64 now, __u64 name,
 	emit(ev, id, now, name, 0, 0);
 	st = thread_stack((__u32)id, tgid, false);
 	if (!st) {
-		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
+		count_unbalanced(tgid, SP_ERR_END_WITHOUT_BEGIN, 1);
 		return 0;
 	}
 	unwind_to(st, sp);
@@ -337,7 +396,7 @@ static __always_inline int end_at(__u64 id, __u64 now, __u64 name,
 	if (r == SP_POP_OVERFLOWED)
 		return 0;
 	if (r == SP_POP_UNMATCHED) {
-		count_error(SP_ERR_END_WITHOUT_BEGIN, 1);
+		count_unbalanced(tgid, SP_ERR_END_WITHOUT_BEGIN, 1);
 		return 0;
 	}
 	if (c.discarded)

@@ -90,6 +90,37 @@ struct {
 	__type(value, __u64);
 } errors SEC(".maps") __weak;
 
+/* --max-overhead: the processes being sampled (tgid -> the sampling
+ * window now open, counted up by userspace as it opens one), only read
+ * while `sampling` is set. A thread stack of an older window is emptied
+ * at its next event: its open frames were cut by the window's edge. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, SP_DEFAULT_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sample_epochs SEC(".maps") __weak;
+
+/* What the probes did in each process, to cost them (query_abi.h's
+ * enum sp_hit). Preallocated: an event never allocates. Key 0, made by
+ * the loader, takes the processes beyond its size. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, SP_DEFAULT_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct sp_probe_hits);
+} probe_hits SEC(".maps") __weak;
+
+/* A drain's counts of records and of its flushes' time, added per record
+ * by batch_event() and moved into `probe_hits` once per drain. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_probe_hits);
+} drain_hits SEC(".maps") __weak;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, SP_DEFAULT_RINGBUF);
@@ -128,6 +159,8 @@ extern volatile bool armed;
 /* Set by the loader before it attaches the first file batched: only then
  * has a per-event program any ring to drain first (see drain_first()). */
 extern volatile bool batching;
+/* Set by the loader while some process is sampled (`sample_epochs`). */
+extern volatile bool sampling;
 /* CLOCK_MONOTONIC when the loader armed and disarmed (0: not yet): batched
  * records, timed in the host, count only in between. */
 extern volatile __u64 armed_ns;

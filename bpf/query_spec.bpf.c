@@ -603,6 +603,7 @@ static __always_inline bool spec_event_start(struct pt_regs *ctx,
 	e->id = bpf_get_current_pid_tgid();
 	if (!traced_tgid(e->id >> 32))
 		return false;
+	count_hits(e->id >> 32, SP_HIT_SPEC, 1);
 	/* Own stacks, but one recording: after the batched events before
 	 * (`record` is constant: live sessions do not even test it). */
 	if (record)

@@ -68,7 +68,39 @@ enum sp_count {
 	/* An event of a batched file that fired its per-event site: its
 	 * thread's ring was gone (thread exit) or could not be mapped. */
 	SP_CNT_BATCH_FALLBACK = SP_ERR__MAX,
+	/* --max-overhead: intervals of a sampled process cut by a window's
+	 * edge (open when it closed, or ended after it opened), not counted
+	 * and not errors (userspace/live/sampler.c). */
+	SP_CNT_SAMPLE_CUT,
 	SP_CNT__END,
+};
+
+/*
+ * sptrace's own cost in a traced process (docs/numbers.md, "Overhead"):
+ * what its probes did there, per process (the per-CPU `probe_hits` map,
+ * key: tgid; tgid 0 holds the processes the map had no room for), while
+ * counting is armed. Userspace prices each kind by what it calibrated and
+ * by the kernel's run time of the program (userspace/live/overhead.c).
+ */
+enum sp_hit {
+	SP_HIT_EVENT = 0,	/* sp_event runs: per-event sp sites (traps) */
+	SP_HIT_FLUSH,		/* sp_flush runs: batched flush traps */
+	SP_HIT_RECORD,		/* batched records drained, flushes' PAUSE
+				 * records included: each one an append in
+				 * the host */
+	SP_HIT_PAUSE_NS,	/* the host's own clock over its flushes (the
+				 * PAUSE records' durations), ns */
+	SP_HIT_SPEC,		/* --query spec program runs */
+	SP_HIT_FUNC,		/* --func entry and return program runs */
+	SP_HIT_FUNC_STEP,	/* instead of SP_HIT_FUNC: an entry of a
+				 * function whose first instruction the kernel
+				 * single-steps (the cookie's SP_FUNC_STEP),
+				 * a dearer trap */
+	SP_HIT__MAX,
+};
+
+struct sp_probe_hits {
+	__u64 n[SP_HIT__MAX];
 };
 
 /*
@@ -166,7 +198,8 @@ struct sp_thread_stack {
 	__u32 depth;	/* frames in use */
 	__u32 overflow;	/* BEGINs dropped beyond SP_MAX_DEPTH, still open */
 	__u32 tgid;
-	__u32 pad;
+	__u32 epoch;	/* --max-overhead: the sampling window its frames
+			 * were opened in (`sample_epochs`) */
 	struct sp_frame frames[SP_MAX_DEPTH];
 };
 
@@ -191,6 +224,11 @@ enum sp_reg {
  * never set in a user-space address on the architectures sptrace supports).
  */
 #define SP_FUNC_TAG (1ull << 63)
+/* Set in a --func probe's cookie, not in its row's name: the kernel
+ * single-steps the function's first instruction (it emulates only a few,
+ * e.g. push and nop), which costs a second trap; for the overhead's price
+ * (SP_HIT_FUNC_STEP). */
+#define SP_FUNC_STEP (1ull << 60)
 
 /*
  * --query-keys: a keyed query (SP_QUERY_BEGIN_KEY, Rust's

@@ -19,7 +19,9 @@ static void test_parse(void)
 	struct proc_pid_stat st;
 
 	CHECK(!proc_pid__parse_stat("42 (a) (b c) S 1 42 42 0 -1 4194560 0 0 0 0 "
-				    "0 0 0 0 20 0 1 0 12345 0 0\n", &st));
+				    "170 30 7 9 20 0 1 0 12345 0 0\n", &st));
+	/* utime + stime, not the children's (cutime, cstime) */
+	CHECK_U64(st.cpu_ticks, 200);
 	CHECK_STR(st.comm, "a) (b c");
 	CHECK(st.state == 'S');
 	CHECK_U64(st.ppid, 1);

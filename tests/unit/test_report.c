@@ -473,7 +473,7 @@ static void test_json(void)
 	s.lost = 6;
 	CHECK(json_out__write(cap_open(&c), &s) == 0);
 	out = cap_close(&c);
-	CHECK(strncmp(out, "{\"version\":\"1.4\",\"duration_ns\":2010000000,"
+	CHECK(strncmp(out, "{\"version\":\"1.5\",\"duration_ns\":2010000000,"
 		      "\"total_self_ns\":4000000,", 65) == 0);
 	CHECK(strstr(out, want_q0) != NULL);
 	CHECK_U64(check_python(py_check, out, py, sizeof(py)), 0);

@@ -295,6 +295,36 @@ static void test_errors(void)
 	CHECK_U64(summary__unbalanced(&s), 0);
 }
 
+/* The share of the CPU time: over the processes with a reading only,
+ * never above the whole; a copy owns its processes. */
+static void test_overhead_share(void)
+{
+	struct summary_cost procs[3] = {
+		{ .pid = 7, .win_probe_ns = 10, .win_cpu_ns = 1000 },
+		{ .pid = 8, .win_probe_ns = 30, .win_cpu_ns = 1000 },
+		{ .pid = 9, .probe_ns = 500 },	/* no CPU time read */
+	};
+	struct summary_overhead o = { .known = true, .procs = procs,
+				      .nprocs = 3 };
+	struct summary s;
+	uint64_t p, c;
+
+	CHECK(summary__overhead_share(&o, &p, &c) == 0.02);
+	CHECK_U64(p, 40);
+	CHECK_U64(c, 2000);
+	procs[0].win_probe_ns = 5000;
+	CHECK(summary__overhead_share(&o, NULL, NULL) == 1.0);
+	o.nprocs = 0;
+	CHECK(summary__overhead_share(&o, &p, &c) == -1);
+	o.nprocs = 3;
+	summary__init(&s);
+	CHECK(!summary__set_overhead(&s, &o));
+	CHECK(s.overhead.procs != procs && s.overhead.nprocs == 3);
+	CHECK_U64(s.overhead.procs[2].probe_ns, 500);
+	CHECK_STR(summary__hit_name(SP_HIT_PAUSE_NS), "flush_host_ns");
+	summary__free(&s);
+}
+
 int main(void)
 {
 	RUN(test_merge_stats);
@@ -304,5 +334,6 @@ int main(void)
 	RUN(test_sort);
 	RUN(test_many_names);
 	RUN(test_errors);
+	RUN(test_overhead_share);
 	return check_status();
 }

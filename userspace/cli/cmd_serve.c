@@ -405,6 +405,9 @@ int cmd_serve(int argc, char **argv)
 	}
 	session__init(&sv->ss, &env.so);
 	query_provider__init(&sv->qp, &p);
+	/* Counters never go down: a sampled process's counts are its
+	 * windows' own (--max-overhead), not scaled. */
+	sv->qp.scale_rows = false;
 	exited_rows__init(&sv->rows, &sv->qp, &sv->ss, env.keep_exited_s);
 	err = session__add(&sv->ss, &p);
 	sv->mem = env.mem;

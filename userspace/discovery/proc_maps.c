@@ -194,6 +194,26 @@ int proc_maps__read_file(const char *path, struct proc_maps *out)
 	return err;
 }
 
+int proc_maps__self_offset(const void *p, uint64_t *off)
+{
+	struct proc_maps m;
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	size_t i;
+	int err = proc_maps__read(getpid(), &m);
+
+	if (err)
+		return err;
+	err = -ENOENT;
+	for (i = 0; i < m.n; i++)
+		if (a >= m.v[i].start && a < m.v[i].end && m.v[i].path) {
+			*off = a - m.v[i].start + m.v[i].pgoff;
+			err = 0;
+			break;
+		}
+	proc_maps__free(&m);
+	return err;
+}
+
 int proc_maps__read(int pid, struct proc_maps *out)
 {
 	char path[32];

@@ -37,6 +37,10 @@ int proc_maps__read(int pid, struct proc_maps *out);
 /* Same for any file in maps format (tests); an empty file gives n = 0. */
 int proc_maps__read_file(const char *path, struct proc_maps *out);
 void proc_maps__free(struct proc_maps *m);
+/* The offset in its file of address p of sptrace itself (a site in its own
+ * text, for a uprobe on it). 0, -ENOENT when no file maps p, or as
+ * proc_maps__read(). */
+int proc_maps__self_offset(const void *p, uint64_t *off);
 
 /*
  * The distinct files (by device and inode) mapped with at least one

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "proc_maps.h"
 #include "proc_pid.h"
@@ -39,7 +40,7 @@ static int stat_field(const char *after, int i, uint64_t *v)
 int proc_pid__parse_stat(const char *text, struct proc_pid_stat *st)
 {
 	const char *open = strchr(text, '('), *close = strrchr(text, ')');
-	uint64_t ppid;
+	uint64_t ppid, utime, stime;
 	size_t n;
 
 	memset(st, 0, sizeof(*st));
@@ -51,12 +52,16 @@ int proc_pid__parse_stat(const char *text, struct proc_pid_stat *st)
 	memcpy(st->comm, open + 1, n);
 	st->comm[n] = 0;
 	st->state = close[2];
-	/* After ") ": state (0), ppid (1), ... flags (6), ... starttime (19). */
+	/* After ") ": state (0), ppid (1), ... flags (6), ... utime (11),
+	 * stime (12), ... starttime (19). */
 	if (stat_field(close + 2, 1, &ppid) || ppid > INT32_MAX ||
 	    stat_field(close + 2, 6, &st->flags) ||
+	    stat_field(close + 2, 11, &utime) ||
+	    stat_field(close + 2, 12, &stime) ||
 	    stat_field(close + 2, 19, &st->start_ticks))
 		return -EINVAL;
 	st->ppid = (int)ppid;
+	st->cpu_ticks = utime + stime;
 	return 0;
 }
 
@@ -88,6 +93,20 @@ int proc_pid__start_time(int pid, uint64_t *ticks, int *ppid)
 		return err;
 	*ticks = st.start_ticks;
 	*ppid = st.ppid;
+	return 0;
+}
+
+int proc_pid__cpu_ns(int pid, uint64_t *ns)
+{
+	struct timespec t;
+	clockid_t id;
+	int err = clock_getcpuclockid((pid_t)pid, &id);
+
+	if (err)
+		return -err;
+	if (clock_gettime(id, &t))
+		return errno == EINVAL ? -ESRCH : -errno;
+	*ns = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 	return 0;
 }
 

@@ -19,6 +19,8 @@ struct proc_pid_stat {
 	int ppid;
 	uint64_t flags;		/* PF_* of the task */
 	uint64_t start_ticks;	/* clock ticks since boot */
+	uint64_t cpu_ticks;	/* utime + stime: CPU time of the whole process
+				 * (its exited threads too), clock ticks */
 };
 
 /* Parses the text of a /proc/PID/stat file (comm may hold blanks and
@@ -31,6 +33,9 @@ int proc_pid__stat(int pid, struct proc_pid_stat *st);
  * ticks since boot: a PID that names a younger process than expected was
  * reused) and its parent. 0 or -errno (-ENOENT: no such process). */
 int proc_pid__start_time(int pid, uint64_t *ticks, int *ppid);
+/* The CPU time of process pid, all its threads (those exited too), in ns
+ * (its CPU-time clock, clock_getcpuclockid()). 0 or -errno (-ESRCH: gone). */
+int proc_pid__cpu_ns(int pid, uint64_t *ns);
 
 /* Its name (/proc/PID/comm) into buf, "?" when it cannot be read. */
 const char *proc_pid__comm(int pid, char *buf, size_t len);

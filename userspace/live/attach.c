@@ -115,13 +115,28 @@ static void destroy_links(struct sp_link *links, size_t n)
 	close_round(links, n, true);
 }
 
+static void obj_free(struct attached_obj *o)
+{
+	free(o->path);
+	free(o->semas);
+	free(o->open_path);
+	free(o->func_offs);
+	free(o->func_cookies);
+}
+
+/* Undoes the add_obj() just made: its object is not kept after all. */
+static void drop_last_obj(struct attacher *a)
+{
+	obj_free(&a->objs[--a->nobjs]);
+}
+
 void attacher__destroy(struct attacher *a)
 {
 	size_t i;
 
 	destroy_links(a->links, a->nlinks);
 	for (i = 0; i < a->nobjs; i++)
-		free(a->objs[i].path);
+		obj_free(&a->objs[i]);
 	free(a->links);
 	free(a->objs);
 	memset(a, 0, sizeof(*a));
@@ -465,6 +480,34 @@ static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
 				    const struct stat *st, const char *path,
 				    size_t first);
 
+/* The semaphores of f's sites bound in b that gate a probe's work (a
+ * thread's name is given once, sp:tsc only picks a clock): their file
+ * offsets, each once, into o. 0 or -ENOMEM. */
+static int keep_semas(const struct attacher *a, const struct usdt_file *f,
+		      const struct probe_binding *b, size_t nb,
+		      struct attached_obj *o)
+{
+	size_t i, j;
+
+	o->nsemas = 0;
+	o->semas = calloc(f->nsites ? f->nsites : 1, sizeof(*o->semas));
+	if (!o->semas)
+		return -ENOMEM;
+	for (i = 0; i < f->nsites; i++) {
+		const struct usdt_site *s = &f->sites[i];
+		const struct probe_binding *bs = bound(a, s, b, nb);
+
+		if (!bs || watch_only(a, bs) || !s->sema_offset ||
+		    !strcmp(s->name, "thread_name") || !strcmp(s->name, "tsc"))
+			continue;
+		for (j = 0; j < o->nsemas && o->semas[j] != s->sema_offset; j++)
+			;
+		if (j == o->nsemas)
+			o->semas[o->nsemas++] = s->sema_offset;
+	}
+	return 0;
+}
+
 int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 			  const char *path)
 {
@@ -517,22 +560,16 @@ int attacher__attach_file(struct attacher *a, pid_t pid, const char *open_path,
 			goto rollback;
 		n += err;
 	}
-	if (VEC_RESERVE(a->objs, a->objs_cap, a->nobjs + 1)) {
+	o = add_obj(a, pid, &st, path, first);
+	if (!o) {
 		err = -ENOMEM;
 		goto rollback;
 	}
-	o = &a->objs[a->nobjs];
-	o->path = strdup(path);
-	if (!o->path) {
+	if (keep_semas(a, f, b, nb, o)) {
+		drop_last_obj(a);
 		err = -ENOMEM;
 		goto rollback;
 	}
-	o->pid = pid;
-	o->dev = st.st_dev;
-	o->ino = st.st_ino;
-	o->first_link = first;
-	o->nlinks = a->nlinks - first;
-	a->nobjs++;
 	a->nsites += n;
 	if (n) {
 		const char *mode = batched ? "batched" : "per-event";
@@ -595,6 +632,7 @@ static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
 	if (VEC_RESERVE(a->objs, a->objs_cap, a->nobjs + 1))
 		return NULL;
 	o = &a->objs[a->nobjs];
+	memset(o, 0, sizeof(*o));
 	o->path = strdup(path);
 	if (!o->path)
 		return NULL;
@@ -607,23 +645,20 @@ static struct attached_obj *add_obj(struct attacher *a, pid_t pid,
 	return o;
 }
 
-int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
-			   const char *path, const uint64_t *offsets,
-			   const uint64_t *cookies, size_t n,
-			   struct bpf_program *entry, struct bpf_program *ret)
+/* The entry and return links of one file's --func functions, appended to
+ * a->links: all or none. 0 or -errno (said, but for a file or process
+ * gone: -ENOENT, -ESRCH). */
+static int func_links(struct attacher *a, pid_t pid, const char *open_path,
+		      const char *path, const uint64_t *offsets,
+		      const uint64_t *cookies, size_t n)
 {
 	size_t first = a->nlinks, i, k;
 	struct site_guard g = { .fd = -1 };
 	uint64_t *safe;
-	struct stat st;
 	int err = 0, fd;
 
-	if (a->any_pid)
-		pid = -1;
-	if (stat(open_path, &st))
+	if (access(open_path, R_OK))
 		return -errno;
-	if (find_obj(a, pid, st.st_dev, st.st_ino) || !n)
-		return 0;
 	/* A function compiled with a patchable entry starts with a 5-byte
 	 * nop: its entry probe needs the guard of any such site. */
 	safe = malloc(n * sizeof(*safe));
@@ -641,37 +676,177 @@ int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
 		site_guard__release(&g);
 		return err;	/* said */
 	}
+	/* Return probes are attached first and closed last (a second round
+	 * of destroy_links()): a call caught between the two links, when
+	 * --max-overhead sheds them or brings them back, then has a return
+	 * without its entry, which a sampled process counts as cut, never
+	 * an entry without its return, a frame left open above the query
+	 * that called it. */
 	for (k = 0; k < 2 && !err; k++) {
-		struct bpf_program *prog = k ? ret : entry;
+		bool ret = k == 0;
+		struct bpf_program *prog = ret ? a->func_ret : a->func_entry;
 
 		if (a->multi) {
 			fd = multi_link(prog, pid, open_path, offsets, NULL,
-					cookies, n, k == 1);
+					cookies, n, ret);
 			err = fd < 0 ? fd : push_link(a, NULL, fd);
 			if (err && fd >= 0)
 				close(fd);
+			else
+				a->links[a->nlinks - 1].last = ret;
 			continue;
 		}
 		for (i = 0; i < n && !err; i++) {
-			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = k == 1,
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
 				    .bpf_cookie = cookies[i]);
 			struct bpf_link *l;
 
 			l = bpf_program__attach_uprobe_opts(prog, pid, open_path,
 							    offsets[i], &opts);
 			err = l ? push_link(a, l, -1) : -errno;
+			if (!err)
+				a->links[a->nlinks - 1].last = ret;
 		}
 	}
-	if (!err && !add_obj(a, pid, &st, path, first))
-		err = -ENOMEM;
 	site_guard__release(&g);
 	if (err) {
-		if (err != -ESRCH)
+		if (err != -ESRCH && err != -ENOENT)
 			sp_err("%s: cannot attach --func probes to %zu functions: %s",
 			       path, n, strerror(-err));
 		rollback(a, first);
-		return err;
+	}
+	return err;
+}
+
+/*
+ * Does the kernel single-step the instruction at file offset `off` of fd
+ * when a uprobe there fires? On x86-64 it emulates only nops, a push of a
+ * register, jmp and call (arch/x86/kernel/uprobes.c); any other first
+ * instruction costs a second trap, on this VM several times a plain one.
+ * Unreadable: as if stepped (the dearer price).
+ */
+static bool single_stepped(int fd, uint64_t off)
+{
+	unsigned char b[2];
+
+	if (pread(fd, b, sizeof(b), (off_t)off) != (ssize_t)sizeof(b))
+		return true;
+	if (b[0] == 0x41)		/* REX.B: push %r8-%r15 */
+		return !(b[1] >= 0x50 && b[1] <= 0x57);
+	return !(b[0] == 0x90 || (b[0] == 0x0f && b[1] == 0x1f) ||
+		 (b[0] >= 0x50 && b[0] <= 0x57) || b[0] == 0xe8 ||
+		 b[0] == 0xe9 || b[0] == 0xeb);
+}
+
+/* The cookies of n functions, with SP_FUNC_STEP where their entry probe
+ * is single-stepped. malloc'd, or NULL. */
+static uint64_t *step_cookies(const char *open_path, const uint64_t *offsets,
+			      const uint64_t *cookies, size_t n)
+{
+	uint64_t *c = malloc(n * sizeof(*c));
+	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	size_t i;
+
+	for (i = 0; c && i < n; i++)
+		c[i] = cookies[i] |
+		       (fd < 0 || single_stepped(fd, offsets[i]) ?
+			SP_FUNC_STEP : 0);
+	if (fd >= 0)
+		close(fd);
+	return c;
+}
+
+/* What a --func file needs to be attached again (attacher__set_funcs()). */
+static int keep_funcs(struct attached_obj *o, const char *open_path,
+		      const uint64_t *offsets, const uint64_t *cookies,
+		      size_t n)
+{
+	o->open_path = strdup(open_path);
+	o->func_offs = malloc(n * sizeof(*o->func_offs));
+	o->func_cookies = malloc(n * sizeof(*o->func_cookies));
+	if (!o->open_path || !o->func_offs || !o->func_cookies)
+		return -ENOMEM;
+	memcpy(o->func_offs, offsets, n * sizeof(*offsets));
+	memcpy(o->func_cookies, cookies, n * sizeof(*cookies));
+	o->nfuncs = n;
+	return 0;
+}
+
+int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
+			   const char *path, const uint64_t *offsets,
+			   const uint64_t *cookies, size_t n,
+			   struct bpf_program *entry, struct bpf_program *ret)
+{
+	size_t first = a->nlinks;
+	struct attached_obj *o;
+	uint64_t *steps;
+	struct stat st;
+	int err = 0;
+
+	if (a->any_pid)
+		pid = -1;
+	if (stat(open_path, &st))
+		return -errno;
+	if (find_obj(a, pid, st.st_dev, st.st_ino) || !n)
+		return 0;
+	a->func_entry = entry;
+	a->func_ret = ret;
+	steps = step_cookies(open_path, offsets, cookies, n);
+	if (!steps) {
+		sp_err("%s: cannot attach --func probes to %zu functions: %s",
+		       path, n, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	/* Shed (sampler.c): kept, to be attached when they come back. */
+	if (!a->funcs_off) {
+		err = func_links(a, pid, open_path, path, offsets, steps, n);
+		if (err) {
+			free(steps);
+			return err;
+		}
+	}
+	o = add_obj(a, pid, &st, path, first);
+	if (o && keep_funcs(o, open_path, offsets, steps, n)) {
+		drop_last_obj(a);
+		o = NULL;
+	}
+	free(steps);
+	if (!o) {
+		sp_err("%s: cannot attach --func probes to %zu functions: %s",
+		       path, n, strerror(ENOMEM));
+		rollback(a, first);
+		return -ENOMEM;
 	}
 	a->nsites += 2 * n;
 	return (int)n;
+}
+
+int attacher__set_funcs(struct attacher *a, bool on)
+{
+	size_t i, first;
+	int n = 0;
+
+	if (on != a->funcs_off)
+		return 0;
+	if (!on) {
+		destroy_links(a->links, a->nlinks);
+		a->nlinks = 0;
+		for (i = 0; i < a->nobjs; i++)
+			a->objs[i].first_link = a->objs[i].nlinks = 0;
+		a->funcs_off = true;
+		return 0;
+	}
+	a->funcs_off = false;
+	for (i = 0; i < a->nobjs; i++) {
+		struct attached_obj *o = &a->objs[i];
+
+		first = a->nlinks;
+		if (o->nfuncs &&
+		    !func_links(a, o->pid, o->open_path, o->path, o->func_offs,
+				o->func_cookies, o->nfuncs))
+			n++;
+		o->first_link = first;
+		o->nlinks = a->nlinks - first;
+	}
+	return n;
 }

@@ -40,6 +40,16 @@ struct attached_obj {
 	uint64_t dev, ino;
 	char *path;		/* as the target names it, for messages */
 	size_t first_link, nlinks;
+	/* File offsets of the semaphores its links raise, but for sites
+	 * that do not gate work (thread names, sp:tsc): where sampling
+	 * (sampler.c) lowers them to turn the probes off. */
+	uint64_t *semas;
+	size_t nsemas;
+	/* --func: the file as opened, its functions' offsets and cookies,
+	 * kept to attach them again after they were shed (sampler.c). */
+	char *open_path;
+	uint64_t *func_offs, *func_cookies;
+	size_t nfuncs;
 };
 
 struct attacher {
@@ -70,6 +80,9 @@ struct attacher {
 	size_t nobjs, objs_cap;
 	size_t nsites;		/* sites attached, over all objects */
 	size_t skipped_sites;	/* sites whose arguments we cannot read */
+	/* --func: its programs, and whether the links are shed now. */
+	struct bpf_program *func_entry, *func_ret;
+	bool funcs_off;
 };
 
 /* `multi`: the bound programs were loaded with expected attach type
@@ -108,6 +121,13 @@ int attacher__attach_funcs(struct attacher *a, pid_t pid, const char *open_path,
 			   const char *path, const uint64_t *offsets,
 			   const uint64_t *cookies, size_t n,
 			   struct bpf_program *entry, struct bpf_program *ret);
+
+/*
+ * --func probes off (every link closed; files attached meanwhile are only
+ * kept) or on again (each kept file attached anew; a file or process gone
+ * is left out). Returns the number of files attached again, or 0.
+ */
+int attacher__set_funcs(struct attacher *a, bool on);
 
 /* Total number of sites of bound probes found in `pid`'s attached files. */
 size_t attacher__sites(const struct attacher *a);

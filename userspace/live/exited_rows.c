@@ -174,10 +174,16 @@ int exited_rows__add_row(struct summary *dst, const struct sp_query_row *r,
 	unsigned int i;
 	int err;
 
-	err = summary__add_stats_pid(dst, r->name, pid, &r->st);
+	int row = summary__row_index(dst, r->name, pid);
+
+	if (row < 0)
+		return row;
+	err = summary__add_stats_at(dst, (unsigned int)row, &r->st);
+	if (r->est_err > dst->rows[row].est_err)
+		dst->rows[row].est_err = r->est_err;
 	for (i = 0; !err && i < r->nbins; i++)
-		err = summary__add_hist_pid(dst, r->name, pid, r->bins[i].bucket,
-					    r->bins[i].count);
+		err = summary__add_hist_at(dst, (unsigned int)row,
+					   r->bins[i].bucket, r->bins[i].count);
 	return err;
 }
 

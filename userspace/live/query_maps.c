@@ -13,6 +13,7 @@
  * its name once the process is gone and its heap with it.
  */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <sptrace/tsc_map.h>	/* the .bss of query.skel.h */
 #include "query.skel.h"
 #include "query_maps.h"
+#include "sampler.h"
 
 _Static_assert(sizeof(struct sp_query_key) == 16, "sp_query_key layout");
 _Static_assert(sizeof(struct sp_hist_key) == 16, "sp_hist_key layout");
@@ -449,7 +451,66 @@ struct rows_ctx {
 	const struct addr_spaces *as;
 	struct summary *s;
 	int ncpus;
+	const struct summary_sampled *scales;	/* sorted by pid */
+	size_t nscales;
 };
+
+/* The share of its work process tgid was traced in (and how far that may
+ * be off) for a row of its sp probes, if it was sampled, or of its --func
+ * probes, if they were shed (spec probes are never shed: sampler.c); false
+ * if the row is exact. */
+static bool row_scale(const struct rows_ctx *c, uint32_t tgid, __u64 name,
+		      double *traced, double *bias)
+{
+	const struct summary_sampled *v;
+	size_t lo = 0, hi = c->nscales;
+
+	if (name & SP_SPEC_TAG)
+		return false;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->scales[mid].pid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= c->nscales || c->scales[lo].pid != tgid)
+		return false;
+	v = &c->scales[lo];
+	*traced = name & SP_FUNC_TAG ? v->func_traced : v->traced;
+	*bias = name & SP_FUNC_TAG ? v->func_bias : v->bias;
+	return *traced > 0 && *traced < 1;
+}
+
+static __u64 scaled(__u64 v, double traced)
+{
+	return (__u64)((double)v / traced + 0.5);
+}
+
+/* A sampled process's row as if traced all along (docs/numbers.md,
+ * "Overhead"): its sums over the share traced; min and max as seen. The
+ * bound at 95%: the windows drawn (binomial, from its count), the
+ * intervals a window's edge cut (up to max / window of them), and how far
+ * the share traced may be off (sc->bias). */
+static double scale_row(struct sp_query_stats *st, double traced,
+			double bias)
+{
+	__u64 n = st->count ? st->count : st->cache_hits;
+	double err;
+
+	err = 1.96 * sqrt((1 - traced) / (double)(n ? n : 1)) +
+	      (double)st->max_ns / SAMPLER_WINDOW_NS + bias;
+	st->count = scaled(st->count, traced);
+	st->total_ns = scaled(st->total_ns, traced);
+	st->self_ns = scaled(st->self_ns, traced);
+	st->cache_hits = scaled(st->cache_hits, traced);
+	st->incr_loads = scaled(st->incr_loads, traced);
+	st->incr_load_ns = scaled(st->incr_load_ns, traced);
+	st->blocked_count = scaled(st->blocked_count, traced);
+	st->blocked_ns = scaled(st->blocked_ns, traced);
+	return err;
+}
 
 /*
  * A normalize=pg row of a multi-statement string (statements separated by
@@ -508,6 +569,8 @@ static int add_query(void *ctx, const void *k, const void *v)
 	const struct sp_query_stats *vals = v;
 	char fallback[4 * SP_SPEC_NAME_LEN];
 	struct sp_query_stats sum;
+	double err = 0, traced, bias;
+	bool sc;
 	struct sp_query_key key;
 	struct name_entry *e;
 	const char *name;
@@ -531,6 +594,9 @@ static int add_query(void *ctx, const void *k, const void *v)
 		sum.blocked_count += q->blocked_count;
 		sum.blocked_ns += q->blocked_ns;
 	}
+	sc = row_scale(c, key.tgid, key.name, &traced, &bias);
+	if (sc)
+		err = scale_row(&sum, traced, bias);
 	name = name_of(c->t, c->as, key.tgid, key.name, fallback,
 		       sizeof(fallback), &e);
 	if (strchr(name, PG_TEXT_SEP))
@@ -543,6 +609,8 @@ static int add_query(void *ctx, const void *k, const void *v)
 		e->row_read = c->t->c->read;
 		e->row = (uint32_t)row;
 	}
+	if (sc && err > c->s->rows[row].est_err)
+		c->s->rows[row].est_err = err;
 	return summary__add_stats_at(c->s, (unsigned int)row, &sum);
 }
 
@@ -550,6 +618,7 @@ static int add_hist(void *ctx, const void *k, const void *v)
 {
 	struct rows_ctx *c = ctx;
 	char fallback[4 * SP_SPEC_NAME_LEN];
+	double traced, bias;
 	struct sp_hist_key key;
 	struct name_entry *e;
 	const char *name;
@@ -563,6 +632,8 @@ static int add_hist(void *ctx, const void *k, const void *v)
 	}
 	if (!sum)
 		return 0;
+	if (row_scale(c, key.tgid, key.name, &traced, &bias))
+		sum = scaled(sum, traced);
 	if (!(key.name & (SP_FUNC_TAG | SP_SPEC_TAG | SP_KEY_TAG))) {
 		e = name_find(c->t->c, key.tgid, key.name);
 		if (e && e->row_read == c->t->c->read)
@@ -581,22 +652,20 @@ static int add_hist(void *ctx, const void *k, const void *v)
 	return summary__add_hist_pid(c->s, name, key.tgid, key.bucket, sum);
 }
 
-static int read_queries(int fd, struct name_table *t,
-			const struct addr_spaces *as, struct summary *s,
-			int ncpus)
+static int read_queries(int fd, struct rows_ctx *c0)
 {
-	struct rows_ctx c = { .t = t, .as = as, .s = s, .ncpus = ncpus };
+	struct rows_ctx c = *c0;
+	int ncpus = c.ncpus;
 
 	return map_for_each(fd, sizeof(struct sp_query_key),
 			    sizeof(struct sp_query_stats), ncpus, add_query,
 			    &c);
 }
 
-static int read_hist(int fd, struct name_table *t,
-		     const struct addr_spaces *as, struct summary *s,
-		     int ncpus)
+static int read_hist(int fd, struct rows_ctx *c0)
 {
-	struct rows_ctx c = { .t = t, .as = as, .s = s, .ncpus = ncpus };
+	struct rows_ctx c = *c0;
+	int ncpus = c.ncpus;
 
 	return map_for_each(fd, sizeof(struct sp_hist_key), sizeof(__u64),
 			    ncpus, add_hist, &c);
@@ -619,6 +688,8 @@ static int read_errors(int fd, struct summary *s, int ncpus)
 				s->errors[slot] += vals[i];
 			else if (slot == SP_CNT_BATCH_FALLBACK)
 				s->batch_fallback += vals[i];
+			else if (slot == SP_CNT_SAMPLE_CUT)
+				s->sample_cut += vals[i];
 		}
 	}
 	free(vals);
@@ -627,7 +698,8 @@ static int read_errors(int fd, struct summary *s, int ncpus)
 
 int query_maps__read(struct query_bpf *skel, struct query_names *names,
 		     const struct addr_spaces *as, query_tag_name_fn tag_name,
-		     void *tag_ctx, struct summary *s)
+		     void *tag_ctx, const struct summary_sampled *scales,
+		     size_t nscales, struct summary *s)
 {
 	struct name_table t = {
 		.c = names, .fd = bpf_map__fd(skel->maps.names),
@@ -644,11 +716,13 @@ int query_maps__read(struct query_bpf *skel, struct query_names *names,
 	/* The first read: every name at once. */
 	if (!names->n)
 		err = load_names(t.fd, as, &t);
+	struct rows_ctx rc = { .t = &t, .as = as, .s = s, .ncpus = ncpus,
+			       .scales = scales, .nscales = nscales };
+
 	if (!err)
-		err = read_queries(bpf_map__fd(skel->maps.queries), &t, as, s,
-				   ncpus);
+		err = read_queries(bpf_map__fd(skel->maps.queries), &rc);
 	if (!err)
-		err = read_hist(bpf_map__fd(skel->maps.hist), &t, as, s, ncpus);
+		err = read_hist(bpf_map__fd(skel->maps.hist), &rc);
 	if (!err)
 		err = read_errors(bpf_map__fd(skel->maps.errors), s, ncpus);
 	/* BPF counts names it could not read in place; most are read here

@@ -30,10 +30,12 @@ void query_names__free(struct query_names *c);
 /* Fills s from the maps of a loaded query program; names come from
  * `names`, else from the map (then kept in `names`); those the BPF side
  * could not read are read through `as`; tagged rows are named by
- * `tag_name`. 0 or -errno. */
+ * `tag_name`; the rows of processes in `scales` (sorted by pid) are
+ * scaled. 0 or -errno. */
 int query_maps__read(struct query_bpf *skel, struct query_names *names,
 		     const struct addr_spaces *as, query_tag_name_fn tag_name,
-		     void *tag_ctx, struct summary *s);
+		     void *tag_ctx, const struct summary_sampled *scales,
+		     size_t nscales, struct summary *s);
 /* Deletes every row, histogram bucket and name of the processes `tgids`
  * (sorted in place) from the kernel maps, so that the maps hold only live
  * processes, and their names from `names` (if not NULL); *rows gets the

@@ -475,6 +475,36 @@ static void watch_exec(void *ctx)
 			strerror(errno));
 }
 
+/* The programs whose run times price each kind of hit (overhead.h). */
+static void overhead_progs(struct query_provider *qp)
+{
+	struct query_bpf *k = qp->skel;
+	const struct overhead_prog progs[] = {
+		{ bpf_program__fd(k->progs.sp_event), SP_HIT_EVENT },
+		{ bpf_program__fd(k->progs.sp_flush), SP_HIT_FLUSH },
+		{ bpf_program__fd(k->progs.sp_spec_begin), SP_HIT_SPEC },
+		{ bpf_program__fd(k->progs.sp_spec_end), SP_HIT_SPEC },
+		{ bpf_program__fd(k->progs.sp_spec_cache), SP_HIT_SPEC },
+		{ bpf_program__fd(k->progs.sp_func_entry), SP_HIT_FUNC },
+		{ bpf_program__fd(k->progs.sp_func_return), SP_HIT_FUNC },
+		/* on every process of the machine */
+		{ bpf_program__fd(k->progs.sp_exec_drain), -1 },
+		{ bpf_program__fd(k->progs.sp_thread_exit), -1 },
+	};
+
+	_Static_assert(sizeof(progs) == sizeof(qp->oh_progs),
+		       "oh_progs holds every program");
+	memcpy(qp->oh_progs, progs, sizeof(progs));
+}
+
+/* Before a sampling window opens: the records of the closed one. */
+static int drain_for_sampler(void *ctx)
+{
+	struct query_provider *qp = ctx;
+
+	return batch_drain__run(qp->skel);
+}
+
 static int qp_load(void *ctx, const struct session_opts *o)
 {
 	struct query_provider *qp = ctx;
@@ -482,6 +512,10 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	int err;
 
 	qp->o = o;
+	/* Its calibration runs beside the load, done before the target
+	 * runs (a CPU-bound child would slow its start). */
+	overhead__start(&qp->oh);
+	qp->oh_started = true;
 	err = specs_init(qp);
 	if (err) {
 		if (err == -ENOMEM)
@@ -531,6 +565,21 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	}
 	attacher__init(&qp->fatt, "", NULL, 0, qp->multi);
 	qp->att.any_pid = qp->fatt.any_pid = qp->follow;
+	overhead__set_tsc(&qp->oh, qp->tsc_ask);
+	overhead_progs(qp);
+	err = overhead__set_map(&qp->oh, bpf_map__fd(qp->skel->maps.probe_hits));
+	if (err)
+		sp_info("overhead: no per-process counts (%s)", strerror(-err));
+	sampler__init(&qp->sm, o->max_overhead);
+	qp->sm.epochs_fd = bpf_map__fd(qp->skel->maps.sample_epochs);
+	qp->sm.sampling = &qp->skel->bss->sampling;
+	qp->sm.att = &qp->att;
+	qp->sm.fatt = o->nfuncs ? &qp->fatt : NULL;
+	qp->sm.oh = &qp->oh;
+	qp->sm.progs = qp->oh_progs;
+	qp->sm.nprogs = (int)(sizeof(qp->oh_progs) / sizeof(qp->oh_progs[0]));
+	qp->sm.drain = qp->batch ? drain_for_sampler : NULL;
+	qp->sm.drain_ctx = qp;
 	return 0;
 }
 
@@ -1169,9 +1218,10 @@ static int qp_attach(void *ctx, pid_t pid, const char *path)
 	struct query_provider *qp = ctx;
 	int n, f = 0;
 
-	if (path)
+	if (path) {
+		qp->launched = pid;
 		n = attacher__attach_file(&qp->att, pid, path, path);
-	else
+	} else
 		n = attacher__attach_pid(&qp->att, pid);
 	if (path && !qp->sp)
 		sp_unloaded(qp, path);
@@ -1209,7 +1259,15 @@ static void qp_arm(void *ctx, bool on)
 	if (on) {
 		qp->skel->bss->disarmed_ns = 0;
 		qp->skel->bss->armed_ns = now_ns();
+		if (qp->oh_started) {
+			overhead__armed(&qp->oh, qp->o->pids,
+					(size_t)qp->o->npids, qp->launched);
+			sampler__start(&qp->sm);
+		}
 	} else {
+		/* Every semaphore back before anything is detached. */
+		if (qp->oh_started)
+			sampler__stop(&qp->sm);
 		qp->skel->bss->disarmed_ns = now_ns();
 	}
 	qp->skel->bss->armed = on;
@@ -1222,6 +1280,10 @@ static void qp_tick(void *ctx)
 
 	if (qp->tsc)
 		tsc_clock__tick(&qp->tclock, now_ns());
+	if (qp->oh_started) {
+		overhead__tick(&qp->oh, now_ns());
+		sampler__tick(&qp->sm);
+	}
 }
 
 /* The links are gone: count what the hosts' rings still hold, once. */
@@ -1303,6 +1365,11 @@ static void qp_destroy(void *ctx)
 	qp->nfnames = 0;
 	bpf_link__destroy(qp->exit_link);
 	bpf_link__destroy(qp->exec_link);
+	if (qp->oh_started) {
+		sampler__destroy(&qp->sm);
+		overhead__destroy(&qp->oh);
+	}
+	qp->oh_started = false;
 	query_bpf__destroy(qp->skel);
 	query_names__free(qp->names);
 	pg_text__free(qp->pgt);
@@ -1317,6 +1384,7 @@ void query_provider__init(struct query_provider *qp,
 			  struct session_provider *p)
 {
 	memset(qp, 0, sizeof(*qp));
+	qp->scale_rows = true;
 	*p = (struct session_provider){
 		.name = "query", .ctx = qp, .load = qp_load,
 		.attach = qp_attach, .arm = qp_arm, .detach = qp_detach,
@@ -1365,10 +1433,37 @@ static int tag_name(void *ctx, __u64 name, char *buf, size_t len)
 	return query_provider__tag_name(ctx, name, buf, len);
 }
 
+/* What the probes cost the targets so far, into s->overhead (none if it
+ * cannot be had: said with -v, once). */
+static void read_overhead(struct query_provider *qp, const struct session *ss,
+			  struct summary *s)
+{
+	struct summary_overhead o;
+	int err;
+
+	if (!qp->oh_started)
+		return;
+	if (ss->child_exited)
+		overhead__reaped(&qp->oh, ss->child_cpu_ns);
+	err = overhead__figures(&qp->oh, qp->oh_progs,
+				(int)(sizeof(qp->oh_progs) /
+				      sizeof(qp->oh_progs[0])), &o);
+	if (!err)
+		err = summary__set_overhead(s, &o);
+	free(o.procs);
+	if (err && !qp->oh_told) {
+		qp->oh_told = true;
+		sp_info("overhead: no estimate of sptrace's own cost: %s",
+			strerror(-err));
+	}
+}
+
 int query_provider__read(struct query_provider *qp, const struct session *ss,
 			 struct summary *s)
 {
-	int err;
+	struct summary_sampled *scales = NULL;
+	size_t nscales = 0;
+	int err = 0;
 
 	s->duration_ns = session__duration(ss);
 	/* A report while tracing (--interval, serve): records of threads
@@ -1387,9 +1482,21 @@ int query_provider__read(struct query_provider *qp, const struct session *ss,
 		qp->names = query_names__new();
 	if (!qp->names)
 		err = -ENOMEM;
-	else
-		err = query_maps__read(qp->skel, qp->names, &ss->spaces,
-				       tag_name, qp, s);
+	else {
+		/* First: sampled processes' rows are scaled by its figures. */
+		read_overhead(qp, ss, s);
+		if (qp->oh_started)
+			err = sampler__scales(&qp->sm, &s->overhead, &scales,
+					      &nscales);
+		if (!err)
+			err = query_maps__read(qp->skel, qp->names, &ss->spaces,
+					       tag_name, qp,
+					       qp->scale_rows ? scales : NULL,
+					       qp->scale_rows ? nscales : 0, s);
+		if (!err)
+			err = summary__set_sampling(s, scales, nscales);
+	}
+	free(scales);
 	if (err)
 		sp_err("cannot read the BPF maps: %s", strerror(-err));
 	else if (qp->drained && s->batch_fallback_unknown)

@@ -9,6 +9,8 @@
 #include <linux/types.h>
 #include <sptrace/query_abi.h>
 #include "attach.h"
+#include "overhead.h"
+#include "sampler.h"
 #include "pg_text.h"
 #include "session.h"
 #include "tsc_clock.h"
@@ -70,6 +72,15 @@ struct query_provider {
 	bool follow;			/* --follow: count followed_fd's tgids */
 	int followed_fd;
 	const struct session_opts *o;
+	struct overhead oh;		/* what the probes cost the targets */
+	struct overhead_prog oh_progs[9];	/* its programs, by kind */
+	struct sampler sm;		/* --max-overhead */
+	/* Rows of sampled processes scaled at each read (not for serve,
+	 * whose counters must never go down). */
+	bool scale_rows;
+	bool oh_started;
+	bool oh_told;			/* -v: why there is no estimate */
+	pid_t launched;			/* launch mode: the command's pid */
 };
 
 /* Fills `p` with the hooks of the query provider backed by `qp`. */

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,6 +166,13 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg)
 	case 0x1008:
 		o->query_keys = true;
 		return 1;
+	case 0x1009:
+		if (parse_double(arg, 0.01, 100, &o->max_overhead)) {
+			sp_err("invalid --max-overhead '%s' (expected a percentage of each traced process's CPU time, from 0.01 to 100)",
+			       arg);
+			return -EINVAL;
+		}
+		return 1;
 	case 0x1001:
 	case 0x1002:
 		if (parse_long(arg, 16, 1 << 24, &v)) {
@@ -230,6 +238,10 @@ int session_opts__check(const struct session_opts *o)
 		return -EINVAL;
 	if (o->query_keys && o->record) {
 		sp_err("--query-keys: not with record (a recording keeps each query's name, not its key; use sptrace -- CMD or sptrace serve)");
+		return -EINVAL;
+	}
+	if (o->max_overhead && o->record) {
+		sp_err("--max-overhead: not with record (a recording keeps every event; sampling would leave gaps no reader can see)");
 		return -EINVAL;
 	}
 	if (o->follow && !o->cmd && !o->npids) {
@@ -1028,9 +1040,10 @@ static int exit_status(int status)
 /* SIGCHLD in launch mode: our stopper's stop, or the end of the command. */
 static void reap_child(struct session *ss, bool *stop)
 {
+	struct rusage ru;
 	int status;
 
-	while (waitpid(ss->launch.pid, &status, WNOHANG | WUNTRACED) > 0) {
+	while (wait4(ss->launch.pid, &status, WNOHANG | WUNTRACED, &ru) > 0) {
 		if (WIFSTOPPED(status)) {
 			if (WSTOPSIG(status) == SIGSTOP &&
 			    dl_watch__take_stop(&ss->dlw)) {
@@ -1051,6 +1064,11 @@ static void reap_child(struct session *ss, bool *stop)
 		}
 		ss->child_status = exit_status(status);
 		ss->child_exited = true;
+		/* Its CPU time and its reaped children's (overhead.h). */
+		ss->child_cpu_ns = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull +
+				   (uint64_t)ru.ru_utime.tv_usec * 1000ull +
+				   (uint64_t)ru.ru_stime.tv_sec * 1000000000ull +
+				   (uint64_t)ru.ru_stime.tv_usec * 1000ull;
 		/* --follow: the session ends with the last descendant. */
 		*stop = !ss->o->follow;
 		return;

@@ -93,6 +93,7 @@ struct session {
 	bool alive[SESSION_MAX_PIDS];
 	uint64_t exec_ids[SESSION_MAX_PIDS];	/* -p: to see an exec */
 	int child_status;
+	uint64_t child_cpu_ns;		/* launch: its CPU time, once reaped */
 	bool child_exited;
 	int behind_fd;			/* detach_behind.c's pipe, or -1 */
 	/* -b: the files traced, to find their processes for names. */
@@ -135,7 +136,8 @@ int session_opts__parse(struct session_opts *o, int c, const char *arg);
 	{ "query", required_argument, NULL, 0x1005 },                          \
 	{ "query-file", required_argument, NULL, 0x1006 },                     \
 	{ "follow", no_argument, NULL, 0x1007 },                               \
-	{ "query-keys", no_argument, NULL, 0x1008 }
+	{ "query-keys", no_argument, NULL, 0x1008 },                           \
+	{ "max-overhead", required_argument, NULL, 0x1009 }
 /* Frees what parsing allocated (the --query specs). */
 void session_opts__free(struct session_opts *o);
 /* Cross-option checks; reports and returns -EINVAL. */

@@ -29,6 +29,10 @@ struct session_opts {
 	struct query_spec *qspecs;	/* --query, --query-file (owned) */
 	int nqspecs;
 	double duration_s;		/* 0: until stopped */
+	/* --max-overhead PCT: the probes' estimated share of each traced
+	 * process's CPU time kept under PCT percent by sampling
+	 * (sampler.h); 0: none. */
+	double max_overhead;
 	unsigned int max_queries;	/* 0: default */
 	unsigned int max_threads;
 	/* --query-keys: a row per (query, key) of the keyed sp probes, at

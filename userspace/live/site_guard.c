@@ -106,7 +106,7 @@ int site_guard__shape(int fd, uint64_t off, bool *nop5, bool *lea_before)
 }
 
 /* The no-op program the scratch processes attach: r0 = 0; exit. */
-static int noop_prog(void)
+int site_guard__noop_prog(void)
 {
 	static int fd = -1;
 	const struct bpf_insn insns[] = {
@@ -132,7 +132,7 @@ static int noop_prog(void)
  * and maps must not outlive sptrace in a child that waits. System calls
  * only (the parent may have threads).
  */
-static void scratch_child(pid_t parent, const int *keep, int n)
+void site_guard__scratch_child(pid_t parent, const int *keep, int n)
 {
 	unsigned int lo = 0;
 	int i;
@@ -238,7 +238,7 @@ static void *close_fd(void *arg)
 	return NULL;
 }
 
-static void close_later(int fd)
+void site_guard__close_later(int fd)
 {
 	pthread_attr_t attr;
 	pthread_t t;
@@ -267,7 +267,7 @@ static void close_later(int fd)
 static int pin(const char *path, const uint64_t *offs, const uint64_t *refs,
 	       size_t n, int *guard)
 {
-	int prog = noop_prog(), fd, ready[2] = { -1, -1 }, go[2] = { -1, -1 };
+	int prog = site_guard__noop_prog(), fd, ready[2] = { -1, -1 }, go[2] = { -1, -1 };
 	/* -ECHILD until made: the scratch process died before it was ready */
 	int link = -ECHILD, err = 0, st;
 	pid_t pid, parent;
@@ -297,7 +297,7 @@ static int pin(const char *path, const uint64_t *offs, const uint64_t *refs,
 		/* Not go[1]: its copy would keep it waiting for a "go"
 		 * forever if sptrace died first. */
 		sort3(keep);
-		scratch_child(parent, keep, 3);
+		site_guard__scratch_child(parent, keep, 3);
 		pin_child(fd, offs, n, ready[1], go[0]);
 	}
 	close(ready[1]);
@@ -360,27 +360,6 @@ extern const unsigned char sp_guard_nop_a[], sp_guard_nop_b[];
 void sp_guard_site_a(void);
 void sp_guard_site_b(void);
 
-/* The file offset of address p in sptrace's own executable. */
-static int self_offset(const void *p, uint64_t *off)
-{
-	struct proc_maps m;
-	uint64_t a = (uint64_t)(uintptr_t)p;
-	size_t i;
-	int err = proc_maps__read(getpid(), &m);
-
-	if (err)
-		return err;
-	err = -ENOENT;
-	for (i = 0; i < m.n; i++)
-		if (a >= m.v[i].start && a < m.v[i].end && m.v[i].path) {
-			*off = a - m.v[i].start + m.v[i].pgoff;
-			err = 0;
-			break;
-		}
-	proc_maps__free(&m);
-	return err;
-}
-
 /* In the grandchild: is the target of the call at `site` mapped? */
 static bool call_target_mapped(const unsigned char *site)
 {
@@ -400,7 +379,7 @@ static bool call_target_mapped(const unsigned char *site)
  */
 static int probe_in_child(uint64_t off, int (*check)(void))
 {
-	int prog = noop_prog(), go[2], link, st;
+	int prog = site_guard__noop_prog(), go[2], link, st;
 	pid_t pid, parent = getpid();
 	char c;
 
@@ -416,7 +395,7 @@ static int probe_in_child(uint64_t off, int (*check)(void))
 		return st;
 	}
 	if (!pid) {
-		scratch_child(parent, (int[]){ go[0] }, 1);
+		site_guard__scratch_child(parent, (int[]){ go[0] }, 1);
 		if (read(go[0], &c, 1) != 1)
 			_exit(20);
 		_exit(check());
@@ -430,7 +409,7 @@ static int probe_in_child(uint64_t off, int (*check)(void))
 	st = child_status(pid);
 	if (link < 0)
 		return link;
-	close_later(link);
+	site_guard__close_later(link);
 	return st;
 }
 
@@ -475,9 +454,9 @@ static int self_test(enum site_guard_mode *mode, const char **why, bool *keep)
 	uint64_t off_a, off_b;
 	int st, guard, err;
 
-	err = self_offset(sp_guard_nop_a, &off_a);
+	err = proc_maps__self_offset(sp_guard_nop_a, &off_a);
 	if (!err)
-		err = self_offset(sp_guard_nop_b, &off_b);
+		err = proc_maps__self_offset(sp_guard_nop_b, &off_b);
 	if (err)
 		return err;
 	st = probe_in_child(off_a, check_site_a);
@@ -502,7 +481,7 @@ static int self_test(enum site_guard_mode *mode, const char **why, bool *keep)
 			st);
 	err = pin("/proc/self/exe", &off_b, NULL, 1, &guard);
 	st = err ? -1 : probe_in_child(off_b, check_site_b);
-	close_later(guard);
+	site_guard__close_later(guard);
 	/* A NEIGHBOUR verdict is not kept: a pin that failed may work in
 	 * the next run, which then costs a test again. */
 	*keep = *keep && st == 0;
@@ -751,6 +730,6 @@ out:
 
 void site_guard__release(struct site_guard *g)
 {
-	close_later(g->fd);
+	site_guard__close_later(g->fd);
 	g->fd = -1;
 }

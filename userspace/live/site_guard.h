@@ -47,6 +47,20 @@ int site_guard__decided(void);
  * `lea -128(%rsp),%rsp` (48 8d 64 24 80)? 0 or -errno. */
 int site_guard__shape(int fd, uint64_t off, bool *nop5, bool *lea_before);
 
+/* A uprobe_multi program that does nothing (r0 = 0), loaded once: for
+ * scratch processes that only need a site to trap. Its fd or -errno. */
+int site_guard__noop_prog(void);
+
+/*
+ * First thing in a scratch child forked by `parent`: it dies with the
+ * thread that forked it, and keeps no descriptor but keep[0..n)
+ * (ascending). System calls only.
+ */
+void site_guard__scratch_child(pid_t parent, const int *keep, int n);
+/* Closes a uprobe link fd that is done with, in a thread: the close waits
+ * for an RCU grace period (10 to 60 ms). */
+void site_guard__close_later(int fd);
+
 /* site_guard__prepare()'s mark of a site that cannot be attached safely. */
 #define SITE_GUARD_DROP UINT64_MAX
 

@@ -165,6 +165,8 @@ void summary__free(struct summary *s)
 	for (i = 0; i < s->ntitles; i++)
 		free(s->titles[i].title);
 	free(s->titles);
+	free(s->overhead.procs);
+	free(s->sampled);
 	summary__init(s);
 }
 
@@ -235,12 +237,90 @@ int summary__copy_titles(struct summary *dst, const struct summary *src)
 	return err;
 }
 
+int summary__set_sampling(struct summary *dst, const struct summary_sampled *v,
+			  size_t n)
+{
+	struct summary_sampled *c = NULL;
+
+	if (v == dst->sampled)
+		return 0;
+	if (n) {
+		c = malloc(n * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		memcpy(c, v, n * sizeof(*c));
+	}
+	free(dst->sampled);
+	dst->sampled = c;
+	dst->nsampled = (unsigned int)n;
+	return 0;
+}
+
+double summary__overhead_share(const struct summary_overhead *o,
+			       uint64_t *probe_ns, uint64_t *cpu_ns)
+{
+	uint64_t p = 0, c = 0;
+	unsigned int i;
+
+	for (i = 0; o->known && i < o->nprocs; i++) {
+		if (!o->procs[i].win_cpu_ns)
+			continue;
+		p += o->procs[i].win_probe_ns;
+		c += o->procs[i].win_cpu_ns;
+	}
+	if (probe_ns)
+		*probe_ns = p;
+	if (cpu_ns)
+		*cpu_ns = c;
+	if (!c)
+		return -1;
+	/* An estimate above the CPU time read (a run whose traps cost less
+	 * than the calibration's) is no more than all of it. */
+	return (double)p >= (double)c ? 1.0 : (double)p / (double)c;
+}
+
+const char *summary__hit_name(unsigned int k)
+{
+	static const char *const names[SP_HIT__MAX] = {
+		[SP_HIT_EVENT] = "event", [SP_HIT_FLUSH] = "flush",
+		[SP_HIT_RECORD] = "record", [SP_HIT_PAUSE_NS] = "flush_host_ns",
+		[SP_HIT_SPEC] = "spec", [SP_HIT_FUNC] = "func",
+		[SP_HIT_FUNC_STEP] = "func_step",
+	};
+
+	return k < SP_HIT__MAX ? names[k] : "?";
+}
+
+int summary__set_overhead(struct summary *dst, const struct summary_overhead *o)
+{
+	struct summary_cost *p = NULL;
+
+	if (o == &dst->overhead)
+		return 0;
+	free(dst->overhead.procs);
+	memset(&dst->overhead, 0, sizeof(dst->overhead));
+	if (!o || !o->known)
+		return 0;
+	if (o->nprocs) {
+		p = malloc(o->nprocs * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, o->procs, o->nprocs * sizeof(*p));
+	}
+	dst->overhead = *o;
+	dst->overhead.procs = p;
+	return 0;
+}
+
 void summary__copy_counts(struct summary *dst, const struct summary *src)
 {
+	(void)summary__set_overhead(dst, &src->overhead);	/* none if -ENOMEM */
+	(void)summary__set_sampling(dst, src->sampled, src->nsampled);
 	memcpy(dst->errors, src->errors, sizeof(dst->errors));
 	dst->lost = src->lost;
 	dst->events_mode = src->events_mode;
 	dst->batch_fallback = src->batch_fallback;
+	dst->sample_cut = src->sample_cut;
 	dst->batch_fallback_unknown = src->batch_fallback_unknown;
 }
 

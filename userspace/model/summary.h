@@ -23,6 +23,9 @@ struct sp_query_row {
 	struct sp_hist_bin *bins;	/* sorted by bucket, owned */
 	unsigned int nbins;
 	unsigned int bins_cap;
+	/* > 0: scaled from sampled windows (--max-overhead), an estimate
+	 * within this share of the truth at 95% (docs/numbers.md). */
+	double est_err;
 	/* Filled by summary__finish(): */
 	uint64_t p50_ns, p90_ns, p99_ns;
 };
@@ -31,6 +34,51 @@ struct sp_query_row {
 struct summary_title {
 	uint32_t pid;
 	char *title;			/* owned, bounded, any bytes */
+};
+
+/*
+ * sptrace's own cost in one traced process (live sessions; docs/numbers.md,
+ * "Overhead"): what its probes did there and their estimated time. The
+ * share of the process's CPU time is taken over the window between two
+ * readings of that CPU time (win_*): from its first sight (0 for one that
+ * started traced) to the session's end or its last reading alive.
+ */
+struct summary_cost {
+	uint32_t pid;			/* 0: processes beyond the BPF map */
+	uint64_t hits[SP_HIT__MAX];	/* the whole session (query_abi.h) */
+	uint64_t probe_ns;		/* their estimated time */
+	uint64_t win_probe_ns;		/* the estimate within the window */
+	uint64_t win_cpu_ns;		/* its CPU time then; 0: unknown */
+	uint64_t cpu_end_ns;		/* its whole CPU time at the window's end */
+};
+
+struct summary_overhead {
+	bool known;			/* a live session costed its probes */
+	bool bpf_timed;			/* the kernel's BPF run times used */
+	/* Price of one hit of each kind, ns (SP_HIT_PAUSE_NS: unused). */
+	double unit_ns[SP_HIT__MAX];
+	/* BPF run time on every process of the machine, not the targets'
+	 * alone (the exec drain on each system call, the thread-exit
+	 * tracepoint), over the session; 0 without bpf_timed. */
+	uint64_t system_bpf_ns;
+	struct summary_cost *procs;	/* owned, sorted by pid */
+	unsigned int nprocs;
+};
+
+/* --max-overhead: the length of a sampling window (live/sampler.h). */
+#define SUMMARY_SAMPLE_WINDOW_NS 100000000ull
+
+/* --max-overhead: a process traced in sampled windows, whose sp probe
+ * rows are scaled by 1 / traced, or whose --func probes were shed for a
+ * while, its --func rows scaled by 1 / func_traced; either marked as
+ * estimates. */
+struct summary_sampled {
+	uint32_t pid;
+	unsigned int every;	/* sampled as sparsely as 1 window in every */
+	double traced;		/* share of its work in the windows traced */
+	double bias;		/* how far off `traced` may be, relative */
+	double func_traced;	/* share of its work with --func probes on */
+	double func_bias;
 };
 
 struct summary {
@@ -50,8 +98,13 @@ struct summary {
 	 * Unknown where sptrace could not watch the site that tells them. */
 	uint64_t batch_fallback;
 	bool batch_fallback_unknown;
+	/* Live, --max-overhead: intervals cut by a sampling window's edge. */
+	uint64_t sample_cut;
 	bool per_pid;			/* rows are (name, pid), not name */
 	bool finished;
+	struct summary_overhead overhead;
+	struct summary_sampled *sampled;	/* owned, sorted by pid */
+	unsigned int nsampled;
 	struct summary_title *titles;	/* sorted by pid */
 	unsigned int ntitles, titles_cap;
 };
@@ -100,6 +153,19 @@ int summary__copy_titles(struct summary *dst, const struct summary *src);
  * live session's events mode and batch_fallback (every summary made from
  * another must carry them, or a report shows a 0 nobody counted). */
 void summary__copy_counts(struct summary *dst, const struct summary *src);
+/* dst's sampled processes become a copy of v[0..n). 0 or -ENOMEM. */
+int summary__set_sampling(struct summary *dst, const struct summary_sampled *v,
+			  size_t n);
+/* Over the processes with a CPU reading: the estimated probe time and
+ * CPU time of their windows (either may be NULL); their ratio, or -1 when
+ * no process has one. */
+double summary__overhead_share(const struct summary_overhead *o,
+			       uint64_t *probe_ns, uint64_t *cpu_ns);
+/* The name of hit kind k in the outputs ("event", "flush", ...). */
+const char *summary__hit_name(unsigned int k);
+/* dst's overhead becomes a copy of o (NULL: none). 0 or -ENOMEM (then
+ * none). */
+int summary__set_overhead(struct summary *dst, const struct summary_overhead *o);
 
 /* Computes total_self_ns and each row's percentiles; sorts by self time. */
 void summary__finish(struct summary *s);

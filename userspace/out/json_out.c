@@ -64,7 +64,83 @@ static void json_query(struct json_writer *w, const struct summary *s,
 	jsonw__u64_field(w, "incr_load_ns", st->incr_load_ns);
 	jsonw__u64_field(w, "blocked_count", st->blocked_count);
 	jsonw__u64_field(w, "blocked_ns", st->blocked_ns);
+	if (r->est_err > 0) {
+		/* --max-overhead: scaled from sampled windows. */
+		jsonw__name(w, "estimate");
+		jsonw__bool(w, true);
+		jsonw__double_field(w, "error", r->est_err);
+	}
 	json_hist(w, r);
+	jsonw__end_object(w);
+}
+
+/* "sampling": the processes --max-overhead traced in sampled windows. */
+static void json_sampling(struct json_writer *w, const struct summary *s)
+{
+	unsigned int i;
+
+	jsonw__name(w, "sampling");
+	jsonw__start_object(w);
+	jsonw__u64_field(w, "window_ns", SUMMARY_SAMPLE_WINDOW_NS);
+	jsonw__u64_field(w, "cut", s->sample_cut);
+	jsonw__name(w, "processes");
+	jsonw__start_array(w);
+	for (i = 0; i < s->nsampled; i++) {
+		jsonw__start_object(w);
+		jsonw__u64_field(w, "pid", s->sampled[i].pid);
+		jsonw__u64_field(w, "every", s->sampled[i].every);
+		jsonw__double_field(w, "traced", s->sampled[i].traced);
+		jsonw__double_field(w, "func_traced", s->sampled[i].func_traced);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+	jsonw__end_object(w);
+}
+
+/* "overhead": what sptrace's probes cost the traced processes. */
+static void json_overhead(struct json_writer *w, const struct summary_overhead *o)
+{
+	uint64_t probe, cpu;
+	double share = summary__overhead_share(o, &probe, &cpu);
+	unsigned int i, k;
+
+	jsonw__name(w, "overhead");
+	jsonw__start_object(w);
+	if (share >= 0)
+		jsonw__double_field(w, "share", share);
+	jsonw__u64_field(w, "probe_ns", probe);
+	jsonw__u64_field(w, "cpu_ns", cpu);
+	jsonw__name(w, "bpf_timed");
+	jsonw__bool(w, o->bpf_timed);
+	jsonw__u64_field(w, "system_bpf_ns", o->system_bpf_ns);
+	jsonw__name(w, "unit_ns");
+	jsonw__start_object(w);
+	for (k = 0; k < SP_HIT__MAX; k++)
+		if (k != SP_HIT_PAUSE_NS)
+			jsonw__double_field(w, summary__hit_name(k), o->unit_ns[k]);
+	jsonw__end_object(w);
+	jsonw__name(w, "processes");
+	jsonw__start_array(w);
+	for (i = 0; i < o->nprocs; i++) {
+		const struct summary_cost *c = &o->procs[i];
+
+		jsonw__break(w);
+		jsonw__start_object(w);
+		jsonw__u64_field(w, "pid", c->pid);
+		if (c->win_cpu_ns)
+			jsonw__double_field(w, "share", (double)c->win_probe_ns /
+							(double)c->win_cpu_ns);
+		jsonw__u64_field(w, "probe_ns", c->probe_ns);
+		jsonw__u64_field(w, "window_probe_ns", c->win_probe_ns);
+		jsonw__u64_field(w, "window_cpu_ns", c->win_cpu_ns);
+		jsonw__name(w, "hits");
+		jsonw__start_object(w);
+		for (k = 0; k < SP_HIT__MAX; k++)
+			jsonw__u64_field(w, summary__hit_name(k), c->hits[k]);
+		jsonw__end_object(w);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
 	jsonw__end_object(w);
 }
 
@@ -114,6 +190,14 @@ int json_out__write_with(FILE *out, const struct summary *s,
 	for (i = 0; i < SP_ERR__MAX; i++)
 		jsonw__u64_field(&w, summary__error_name(i), s->errors[i]);
 	jsonw__end_object(&w);
+	if (s->overhead.known) {
+		jsonw__break(&w);
+		json_overhead(&w, &s->overhead);
+	}
+	if (s->nsampled) {
+		jsonw__break(&w);
+		json_sampling(&w, s);
+	}
 	if (extra) {
 		/* More members, written by the caller's own code. */
 		jsonw__break(&w);

@@ -4,6 +4,7 @@
  * exact u64 numbers in one place for every JSON output.
  */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include "json_writer.h"
 #include "text.h"
@@ -156,4 +157,18 @@ int jsonw__finish(struct json_writer *w)
 		return err;
 	return w->depth != w->base || w->overflow || w->after_name ?
 	       -EINVAL : 0;
+}
+
+void jsonw__double_field(struct json_writer *w, const char *name, double x)
+{
+	char num[40];
+
+	if (name)
+		jsonw__name(w, name);
+	if (!isfinite(x)) {
+		jsonw__null(w);
+		return;
+	}
+	snprintf(num, sizeof(num), "%.10g", x);
+	jsonw__number(w, num);
 }

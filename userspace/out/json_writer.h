@@ -52,6 +52,8 @@ void jsonw__break(struct json_writer *w);
 void jsonw__u64_field(struct json_writer *w, const char *name, uint64_t v);
 void jsonw__string_field(struct json_writer *w, const char *name,
 			const char *str);
+/* A double as "%.10g", null when not finite; `name` NULL: an element. */
+void jsonw__double_field(struct json_writer *w, const char *name, double x);
 
 /* Hands the stream to a caller that writes members itself: the pending
  * comma and break are written, and the object counts as non-empty. */

@@ -1036,6 +1036,43 @@ static void write_health(struct om_buf *b, const struct om_input *in)
 		scalar(b, in, "sptrace_batch_fallback", "counter", NULL,
 		       "Events of batched files that fired their per-event site instead (their thread's ring was gone); counted like the rest.",
 		       s->batch_fallback, false);
+	if (s->overhead.known) {
+		uint64_t probe, cpu;
+		double share = summary__overhead_share(&s->overhead, &probe,
+						       &cpu);
+
+		/* rate() of the two is the overhead now; the gauge is the
+		 * session's so far (docs/numbers.md, "Overhead"). */
+		scalar(b, in, "sptrace_probe_cost_seconds", "counter", "seconds",
+		       "Estimated CPU time the traced processes spent in sptrace's probes, over the time their CPU time was read.",
+		       probe, true);
+		scalar(b, in, "sptrace_traced_cpu_seconds", "counter", "seconds",
+		       "CPU time of the traced processes over the same time.",
+		       cpu, true);
+		if (share >= 0) {
+			char num[32];
+
+			family(b, in, "sptrace_overhead_ratio", "gauge", NULL,
+			       "Estimated share of the traced processes' CPU time spent in sptrace's probes, this session.");
+			snprintf(num, sizeof(num), "%.6f", share);
+			puts_(b, "sptrace_overhead_ratio ");
+			puts_(b, num);
+			put(b, "\n", 1);
+		}
+	}
+	if (s->nsampled) {
+		unsigned int i, every = 1;
+
+		for (i = 0; i < s->nsampled; i++)
+			if (s->sampled[i].every > every)
+				every = s->sampled[i].every;
+		scalar(b, in, "sptrace_sampled_processes", "gauge", NULL,
+		       "Processes --max-overhead traced in sampled windows; their counts are those windows' own.",
+		       s->nsampled, false);
+		scalar(b, in, "sptrace_sampling_every", "gauge", NULL,
+		       "The sparsest sampling so far: 1 window of 100 ms in this many.",
+		       every, false);
+	}
 	scalar(b, in, "sptrace_map_full", "counter", NULL,
 	       "Events not counted because a BPF map was full (raise --max-queries).",
 	       summary__map_full(s), false);

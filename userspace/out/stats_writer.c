@@ -13,40 +13,25 @@
 #define NS_BUF 24
 #define CELL 64
 
-void stats_writer__json_double(struct json_writer *w, const char *name,
-			       double x)
-{
-	char num[40];
-
-	if (name)
-		jsonw__name(w, name);
-	if (!isfinite(x)) {
-		jsonw__null(w);
-		return;
-	}
-	snprintf(num, sizeof(num), "%.10g", x);
-	jsonw__number(w, num);
-}
-
 void stats_writer__json_desc(struct json_writer *w, const char *name,
 			     const struct stats_desc *d)
 {
 	jsonw__name(w, name);
 	jsonw__start_object(w);
 	jsonw__u64_field(w, "n", d->n);
-	stats_writer__json_double(w, "mean", d->mean);
-	stats_writer__json_double(w, "median", d->median);
-	stats_writer__json_double(w, "sd", d->sd);
-	stats_writer__json_double(w, "mad", d->mad);
-	stats_writer__json_double(w, "min", d->min);
-	stats_writer__json_double(w, "max", d->max);
+	jsonw__double_field(w, "mean", d->mean);
+	jsonw__double_field(w, "median", d->median);
+	jsonw__double_field(w, "sd", d->sd);
+	jsonw__double_field(w, "mad", d->mad);
+	jsonw__double_field(w, "min", d->min);
+	jsonw__double_field(w, "max", d->max);
 	jsonw__name(w, "ci");
 	if (isnan(d->ci_lo)) {
 		jsonw__null(w);
 	} else {
 		jsonw__start_array(w);
-		stats_writer__json_double(w, NULL, d->ci_lo);
-		stats_writer__json_double(w, NULL, d->ci_hi);
+		jsonw__double_field(w, NULL, d->ci_lo);
+		jsonw__double_field(w, NULL, d->ci_hi);
 		jsonw__end_array(w);
 	}
 	jsonw__end_object(w);

@@ -33,9 +33,6 @@ int run_stats__write_json(FILE *out, const struct run_stats_side *sides,
 int run_stats__write_csv(FILE *out, const struct run_stats_side *sides,
 			 unsigned int n);
 
-/* A double as JSON (NAN and infinities, which JSON lacks, as null). */
-void stats_writer__json_double(struct json_writer *w, const char *name,
-			       double x);
 /* "name": {"n", "mean", "median", "sd", "mad", "min", "max", "ci"}. */
 void stats_writer__json_desc(struct json_writer *w, const char *name,
 			     const struct stats_desc *d);

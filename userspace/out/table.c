@@ -115,6 +115,7 @@ struct line {
 	const struct sp_query_stats *st;
 	uint64_t p50_ns, p99_ns;
 	bool total;
+	bool estimate;	/* scaled from sampled windows: sums marked "~" */
 };
 
 static double self_pct(const struct summary *s, uint64_t self_ns)
@@ -223,7 +224,12 @@ static int line_add(struct text_table *t, const struct summary *s,
 
 	text[COL_ITEM] = name;
 	for (c = COL_ITEM + 1; c < NCOLS; c++) {
-		cell(s, l, c, bufs[c], sizeof(bufs[c]));
+		bool sum = c != COL_P50 && c != COL_P99 && c != COL_MAX;
+
+		/* An estimate's sums: "~" before the figure. */
+		bufs[c][0] = '~';
+		cell(s, l, c, bufs[c] + (l->estimate && sum),
+		     sizeof(bufs[c]) - 1);
 		text[c] = bufs[c];
 	}
 	return text_table__add_row(t, text);
@@ -300,6 +306,7 @@ static int table_build(struct text_table *t, const struct summary *s,
 {
 	struct sp_query_stats total = { 0 };
 	struct text_col cols[NCOLS];
+	bool estimate = false;
 	struct line l;
 	unsigned int i, c;
 	int err;
@@ -314,6 +321,7 @@ static int table_build(struct text_table *t, const struct summary *s,
 	}
 	for (i = 0; i < s->nrows; i++) {
 		total_add(&total, &s->rows[i].st);
+		estimate |= s->rows[i].est_err > 0;
 		for (c = COL_COUNT + 1; c < NCOLS; c++)
 			if (col_value(&s->rows[i], c))
 				cols[c].hidden = false;
@@ -323,7 +331,7 @@ static int table_build(struct text_table *t, const struct summary *s,
 	err = text_table__init(t, cols, NCOLS);
 	if (err)
 		return err;
-	l = (struct line){ .st = &total, .total = true };
+	l = (struct line){ .st = &total, .total = true, .estimate = estimate };
 	err = line_add(t, s, "Total", &l);
 	for (i = 0; !err && i < s->nrows; i++) {
 		const struct sp_query_row *r = &s->rows[i];
@@ -331,7 +339,8 @@ static int table_build(struct text_table *t, const struct summary *s,
 		if (!row_shown(s, r, opts))
 			continue;
 		l = (struct line){ .st = &r->st, .p50_ns = r->p50_ns,
-				   .p99_ns = r->p99_ns };
+				   .p99_ns = r->p99_ns,
+				   .estimate = r->est_err > 0 };
 		if (s->per_pid) {
 			/* --per-pid: the process and its title go with the
 			 * name, in the Item column's width (the table stays
@@ -464,6 +473,98 @@ static void hidden_rows_footer(FILE *out, const struct summary *s,
 		self_pct(s, self), opts->percent_above);
 }
 
+/* --max-overhead: the line under the table that says which figures are
+ * estimates ("~") and how far they may be off. */
+static void sampling_footer(FILE *out, const struct summary *s)
+{
+	double err = 0, least = 1, func_least = 1;
+	unsigned int i, every = 1, nsampled = 0, nfunc = 0;
+
+	if (!s->nsampled)
+		return;
+	for (i = 0; i < s->nrows; i++)
+		if (s->rows[i].est_err > err)
+			err = s->rows[i].est_err;
+	for (i = 0; i < s->nsampled; i++) {
+		const struct summary_sampled *v = &s->sampled[i];
+
+		if (v->traced < 1) {
+			nsampled++;
+			if (v->traced < least)
+				least = v->traced;
+		}
+		if (v->every > every)
+			every = v->every;
+		if (v->func_traced < 1) {
+			nfunc++;
+			if (v->func_traced < func_least)
+				func_least = v->func_traced;
+		}
+	}
+	if (nfunc)
+		fprintf(out, "~ estimates: --max-overhead detached the --func probes for part of the run (%.1f%% of %s work traced with them at least) and scaled %s --func rows\n",
+			100 * func_least, nfunc == 1 ? "its" : "their",
+			nfunc == 1 ? "its" : "their");
+	if (nsampled)
+		fprintf(out, "~ estimates: --max-overhead traced %u %s in sampled windows (down to 1 in %u; %.1f%% of %s work at least) and scaled their rows",
+			nsampled, nsampled == 1 ? "process" : "processes", every,
+			100 * least, nsampled == 1 ? "its" : "their");
+	else
+		fprintf(out, "~ estimates:");
+	fprintf(out, "%s each within %.1f%% at 95%%", nsampled ? "," : "",
+		100 * err);
+	if (s->sample_cut)
+		fprintf(out, "; %" PRIu64 " intervals cut at a window's edge", s->sample_cut);
+	fputc('\n', out);
+}
+
+/* The line under the table that says what sptrace's probes cost the
+ * traced processes (docs/numbers.md, "Overhead"). */
+static void overhead_footer(FILE *out, const struct summary *s)
+{
+	const struct summary_overhead *o = &s->overhead;
+	uint64_t probe, cpu;
+	char pb[NS_BUF], cb[NS_BUF];
+	unsigned int i, n = 0, unknown = 0;
+	const struct summary_cost *top = NULL;
+	double share;
+
+	if (!o->known || !o->nprocs)
+		return;
+	for (i = 0; i < o->nprocs; i++) {
+		const struct summary_cost *c = &o->procs[i];
+
+		if (!c->win_cpu_ns) {
+			unknown++;
+			continue;
+		}
+		n++;
+		if (!top || (double)c->win_probe_ns * (double)top->win_cpu_ns >
+			    (double)top->win_probe_ns * (double)c->win_cpu_ns)
+			top = c;
+	}
+	share = summary__overhead_share(o, &probe, &cpu);
+	if (share < 0) {
+		fprintf(out, "sptrace's probes: est. cost unknown (no CPU time read of the %u traced %s)\n",
+			unknown, unknown == 1 ? "process" : "processes");
+		return;
+	}
+	text__fmt_ns(pb, sizeof(pb), probe);
+	text__fmt_ns(cb, sizeof(cb), cpu);
+	if (n == 1)
+		fprintf(out, "sptrace's probes: est. %.2f%% of the traced process's CPU time (pid %u: %s of %s)",
+			100 * share, top->pid, pb, cb);
+	else
+		fprintf(out, "sptrace's probes: est. %.2f%% of the traced processes' CPU time (%u processes: %s of %s; at most %.2f%%, pid %u)",
+			100 * share, n, pb, cb,
+			100.0 * (double)top->win_probe_ns / (double)top->win_cpu_ns,
+			top->pid);
+	if (unknown)
+		fprintf(out, "; %u more without a CPU time read", unknown);
+	fprintf(out, "%s\n", o->bpf_timed ? "" :
+		"; BPF run time left out (no kernel statistics)");
+}
+
 int table__write(FILE *out, const struct summary *s,
 		 const struct table_opts *opts)
 {
@@ -500,6 +601,8 @@ int table__write(FILE *out, const struct summary *s,
 	text_table__print(out, &t);
 	text_table__fit_footer(out, dropped, ndropped, opts->width);
 	hidden_rows_footer(out, s, opts);
+	sampling_footer(out, s);
+	overhead_footer(out, s);
 
 	err = table__warn_errors(out, s);
 	for (i = 0; !err && opts->hist && i < s->nrows; i++) {

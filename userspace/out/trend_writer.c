@@ -177,8 +177,8 @@ int trend__write_json(FILE *out, const struct run_set *s,
 			}
 			jsonw__start_object(&w);
 			jsonw__string_field(&w, "verdict", verdict__key(p->v));
-			stats_writer__json_double(&w, "ratio", p->ratio);
-			stats_writer__json_double(&w, "fence", isnan(p->fence) ?
+			jsonw__double_field(&w, "ratio", p->ratio);
+			jsonw__double_field(&w, "fence", isnan(p->fence) ?
 						  NAN : exp(p->fence) - 1);
 			jsonw__end_object(&w);
 		}

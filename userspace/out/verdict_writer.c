@@ -246,8 +246,8 @@ static void json_pair(struct json_writer *w, const char *name, double lo,
 		return;
 	}
 	jsonw__start_array(w);
-	stats_writer__json_double(w, NULL, lo);
-	stats_writer__json_double(w, NULL, hi);
+	jsonw__double_field(w, NULL, lo);
+	jsonw__double_field(w, NULL, hi);
 	jsonw__end_array(w);
 }
 
@@ -260,16 +260,16 @@ static void json_fig(struct json_writer *w, const struct verdicts *v,
 		jsonw__string_field(w, "verdict", verdict__key(f->v));
 		jsonw__name(w, "tested");
 		jsonw__bool(w, f->tested);
-		stats_writer__json_double(w, "ratio", f->ratio);
+		jsonw__double_field(w, "ratio", f->ratio);
 		/* No interval (too few runs): its ends are 0 and infinity,
 		 * written as null. */
 		if (v->mode == VERDICT_SAMPLES && f->lo > 0 && !isinf(f->hi))
 			json_pair(w, "ci", f->lo, f->hi);
 		else
 			json_pair(w, "ci", NAN, NAN);
-		stats_writer__json_double(w, "p", f->p);
-		stats_writer__json_double(w, "p_adj", f->p_adj);
-		stats_writer__json_double(w, "fence", isnan(f->fence) ? NAN :
+		jsonw__double_field(w, "p", f->p);
+		jsonw__double_field(w, "p_adj", f->p_adj);
+		jsonw__double_field(w, "fence", isnan(f->fence) ? NAN :
 				  exp(f->fence) - 1);
 	} else {
 		jsonw__name(w, "changed");
@@ -318,9 +318,9 @@ int verdicts__write_json(FILE *out, const struct verdicts *v,
 	jsonw__string_field(&w, "figure", "self_ns");
 	jsonw__string_field(&w, "test", hist ? "history_fence" : "mann_whitney");
 	jsonw__string_field(&w, "correction", hist ? "none" : "benjamini_hochberg");
-	stats_writer__json_double(&w, "fdr", hist ? NAN : v->o.fdr);
-	stats_writer__json_double(&w, "threshold", v->o.threshold);
-	stats_writer__json_double(&w, "interval", hist ? NAN : 0.95);
+	jsonw__double_field(&w, "fdr", hist ? NAN : v->o.fdr);
+	jsonw__double_field(&w, "threshold", v->o.threshold);
+	jsonw__double_field(&w, "interval", hist ? NAN : 0.95);
 	jsonw__end_object(&w);
 	jsonw__break(&w);
 	jsonw__name(&w, "summary");
@@ -348,7 +348,7 @@ int verdicts__write_json(FILE *out, const struct verdicts *v,
 		jsonw__bool(&w, verdict_row__listed(r));
 		jsonw__name(&w, "count_changed");
 		jsonw__bool(&w, r->count_changed);
-		stats_writer__json_double(&w, "effect_ns", r->effect_ns);
+		jsonw__double_field(&w, "effect_ns", r->effect_ns);
 		jsonw__name(&w, "figures");
 		jsonw__start_object(&w);
 		for (f = 0; f < FIG__MAX; f++)

@@ -20,8 +20,10 @@
  */
 #define JSON_SUMMARY_VERSION_MAJOR 1
 /* 1.1: "events", errors.batch_lost, "title" with --per-pid;
- * 1.2: "batch_fallback"; 1.3: errors.async_map_full; 1.4: errors.abandoned */
-#define JSON_SUMMARY_VERSION_MINOR 4
+ * 1.2: "batch_fallback"; 1.3: errors.async_map_full; 1.4: errors.abandoned;
+ * 1.5: "overhead" (live sessions), "sampling", queries' "estimate" and
+ * "error" (--max-overhead) */
+#define JSON_SUMMARY_VERSION_MINOR 5
 
 /* Limits on what the reader accepts. */
 #define JSON_SUMMARY_MAX_FILE (256u << 20)	/* bytes */
