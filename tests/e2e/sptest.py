@@ -18,6 +18,7 @@ SPTRACE = os.environ.get("SPTRACE", "sptrace")
 _passed = 0
 _failed = 0
 _skipped = 0
+_failures = []  # what each failed check said, for finish()
 
 
 def _hogs():
@@ -159,6 +160,7 @@ def check(cond, what):
         print("ok   " + what)
     else:
         _failed += 1
+        _failures.append(what)
         print("FAIL " + what)
     return cond
 
@@ -315,6 +317,10 @@ def retry_timing(fn, attempts=3):
 
 
 def finish():
+    # Said again last: a CI log that keeps only a test's tail still shows
+    # which checks failed.
+    for what in _failures:
+        print("FAILED " + what)
     line = "%d passed, %d failed" % (_passed, _failed)
     print(line + (", %d skipped" % _skipped if _skipped else ""))
     if not _passed and not _failed:
