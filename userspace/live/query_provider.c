@@ -30,6 +30,7 @@
 #include "query_maps.h"
 #include "query_provider.h"
 #include "site_guard.h"
+#include "split_load.h"
 #include "spec_norm_text.h"
 #include "summary.h"
 #include "tsc_clock.h"
@@ -47,7 +48,7 @@ struct qp_spec_file {
  * stack) of its own; lines with the same stack=NAME share one, so their
  * intervals nest.
  */
-static void specs_rodata(struct query_provider *qp)
+static void specs_rodata(const struct query_provider *qp, struct query_bpf *m)
 {
 	const struct session_opts *o = qp->o;
 	__u32 ntracks = 0;
@@ -79,16 +80,16 @@ static void specs_rodata(struct query_provider *qp)
 		for (j = 0; q->stack && j < k; j++)
 			if (o->qspecs[j].stack &&
 			    !strcmp(o->qspecs[j].stack, q->stack)) {
-				l.track = qp->skel->rodata->spec_lines[j].track;
+				l.track = m->rodata->spec_lines[j].track;
 				break;
 			}
 		if (l.track == ntracks)
 			ntracks++;
-		memcpy((void *)&qp->skel->rodata->spec_lines[k], &l, sizeof(l));
+		memcpy((void *)&m->rodata->spec_lines[k], &l, sizeof(l));
 	}
-	qp->skel->rodata->spec_ntracks = ntracks;
+	m->rodata->spec_ntracks = ntracks;
 	for (k = 0; k < o->nqspecs; k++)
-		qp->skel->rodata->spec_norms |= 1u << o->qspecs[k].normalize;
+		m->rodata->spec_norms |= 1u << o->qspecs[k].normalize;
 }
 
 /*
@@ -138,40 +139,66 @@ static void unused_families(struct query_bpf *s, const struct session_opts *o,
 		bpf_program__set_autoload(s->progs.sp_spec_cache, false);
 }
 
-static int open_and_load(struct query_provider *qp, bool multi, bool batch)
+/* The programs loaded in the second share (split_load.h), where the
+ * batched drain is loaded: its programs and the --query ones (all of a
+ * USDT family in one object), about half the verifier's time. Without the
+ * drain one object does: the --query programs are most of that session's
+ * verifying, and a third object's load would cost more than it saves. */
+static bool second_share(const struct query_bpf *s,
+			 const struct bpf_program *prog)
+{
+	return prog == s->progs.sp_flush || prog == s->progs.sp_batch_feed ||
+	       prog == s->progs.sp_tsc || prog == s->progs.sp_spec_begin ||
+	       prog == s->progs.sp_spec_end || prog == s->progs.sp_spec_cache;
+}
+
+/* Which programs `s` loads: those the session uses, of its share where
+ * the load is split (`second`: the second share). */
+static void choose_programs(struct query_bpf *s, const struct query_provider *qp,
+			    bool multi, bool batch, bool split, bool second)
+{
+	struct bpf_program *prog;
+
+	unused_families(s, qp->o, qp->sp, batch);
+	bpf_object__for_each_program(prog, s->obj) {
+		if (split && second_share(s, prog) != second)
+			bpf_program__set_autoload(prog, false);
+		if (!bpf_program__autoload(prog))
+			continue;
+		/* Not the --query programs: libbpf attaches USDT probes as
+		 * perf event uprobes, which a uprobe_multi program cannot
+		 * be. */
+		if (multi && prog != s->progs.sp_thread_exit &&
+		    prog != s->progs.sp_spec_begin &&
+		    prog != s->progs.sp_spec_end &&
+		    prog != s->progs.sp_spec_cache &&
+		    prog != s->progs.sp_batch_feed &&
+		    prog != s->progs.sp_exec_drain)
+			attach__prepare_multi(prog);
+	}
+}
+
+/* The object that makes the maps: .rodata and sizes (the shares of a
+ * split load reuse its maps). */
+static int configure_maps(struct query_provider *qp, struct query_bpf *m,
+			  bool batch)
 {
 	const struct session_opts *o = qp->o;
-	struct bpf_program *prog;
 	int err;
 
-	qp->skel = query_bpf__open();
-	if (!qp->skel)
-		return -errno;
-	/* Not the --query programs: libbpf attaches USDT probes as perf
-	 * event uprobes, which a uprobe_multi program cannot be. */
-	bpf_object__for_each_program(prog, qp->skel->obj)
-		if (multi && prog != qp->skel->progs.sp_thread_exit &&
-		    prog != qp->skel->progs.sp_spec_begin &&
-		    prog != qp->skel->progs.sp_spec_end &&
-		    prog != qp->skel->progs.sp_spec_cache &&
-		    prog != qp->skel->progs.sp_batch_feed &&
-		    prog != qp->skel->progs.sp_exec_drain)
-			attach__prepare_multi(prog);
-	unused_families(qp->skel, o, qp->sp, batch);
-	qp->skel->rodata->record = o->record;
-	qp->skel->rodata->follow = qp->follow;
-	qp->skel->rodata->ladder = o->hist_ladder;
-	qp->skel->rodata->query_keys = o->query_keys;
-	qp->skel->rodata->batch_loaded = batch;
-	specs_rodata(qp);
-	err = qp->follow ? bpf_map__reuse_fd(qp->skel->maps.followed,
-					     qp->followed_fd) :
-			   bpf_map__set_max_entries(qp->skel->maps.followed, 1);
+	m->rodata->record = o->record;
+	m->rodata->follow = qp->follow;
+	m->rodata->ladder = o->hist_ladder;
+	m->rodata->query_keys = o->query_keys;
+	m->rodata->batch_loaded = batch;
+	specs_rodata(qp, m);
+	err = qp->follow ? bpf_map__reuse_fd(m->maps.followed, qp->followed_fd) :
+			   bpf_map__set_max_entries(m->maps.followed, 1);
 	if (err)
-		goto out;
-	qp->skel->rodata->wakeup_bytes =
+		return err;
+	m->rodata->wakeup_bytes =
 		(o->ringbuf_bytes ? o->ringbuf_bytes : SP_DEFAULT_RINGBUF) / 4;
-	err = query_maps__resize(qp->skel, o->max_queries, o->max_threads,
+	err = query_maps__resize(m, o->max_queries, o->max_threads,
 				 o->query_keys);
 	/* --query: third-party probes fire in busy programs whose caches
 	 * are cold at each event; `hist` allocated element by element cost
@@ -179,21 +206,69 @@ static int open_and_load(struct query_provider *qp, bool multi, bool batch)
 	 * PostgreSQL (bench/run_pg_bench.sh, A/B in one run). Its memory:
 	 * 16 x --max-queries x (56 + 8 x CPUs) bytes, up front. */
 	if (!err && o->nqspecs)
-		err = bpf_map__set_map_flags(qp->skel->maps.hist, 0);
+		err = bpf_map__set_map_flags(m->maps.hist, 0);
 	if (!err && o->record && o->ringbuf_bytes)
-		err = bpf_map__set_max_entries(qp->skel->maps.events,
+		err = bpf_map__set_max_entries(m->maps.events,
 					       o->ringbuf_bytes);
 	if (!err && !o->record)
 		/* The smallest ring buffer: one page. */
-		err = bpf_map__set_max_entries(qp->skel->maps.events,
+		err = bpf_map__set_max_entries(m->maps.events,
 					       (uint32_t)getpagesize());
-	if (!err)
-		err = query_bpf__load(qp->skel);
-out:
-	if (err) {
-		query_bpf__destroy(qp->skel);
-		qp->skel = NULL;
+	return err;
+}
+
+/*
+ * The session's programs, with the batched drain verified in two shares
+ * at once (split_load.h): qp->skel, whose progs of the second share are
+ * qp->skel2's, so that every user of qp->skel->progs finds the program
+ * that was loaded.
+ */
+static int open_and_load(struct query_provider *qp, bool multi, bool batch)
+{
+	struct query_bpf *m = NULL, *a = query_bpf__open(), *b = NULL;
+	struct bpf_program *prog;
+	int err;
+
+	if (!a)
+		return -errno;
+	if (batch) {
+		m = query_bpf__open();
+		b = query_bpf__open();
+		if (!m || !b) {
+			err = -errno;
+			goto out;
+		}
 	}
+	err = configure_maps(qp, m ? m : a, batch);
+	if (err)
+		goto out;
+	choose_programs(a, qp, multi, batch, b != NULL, false);
+	if (!b) {
+		err = query_bpf__load(a);
+		goto done;
+	}
+	choose_programs(b, qp, multi, batch, true, true);
+	bpf_object__for_each_program(prog, m->obj)
+		bpf_program__set_autoload(prog, false);
+	err = split_load(m->skeleton, a->skeleton, b->skeleton);
+	if (err)
+		goto out;
+	a->progs.sp_flush = b->progs.sp_flush;
+	a->progs.sp_batch_feed = b->progs.sp_batch_feed;
+	a->progs.sp_tsc = b->progs.sp_tsc;
+	a->progs.sp_spec_begin = b->progs.sp_spec_begin;
+	a->progs.sp_spec_end = b->progs.sp_spec_end;
+	a->progs.sp_spec_cache = b->progs.sp_spec_cache;
+done:
+	if (!err) {
+		qp->skel = a;
+		qp->skel2 = b;
+		a = b = NULL;
+	}
+out:
+	query_bpf__destroy(m);	/* its maps live on in a and b */
+	query_bpf__destroy(a);
+	query_bpf__destroy(b);
 	return err;
 }
 
@@ -512,10 +587,6 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	int err;
 
 	qp->o = o;
-	/* Its calibration runs beside the load, done before the target
-	 * runs (a CPU-bound child would slow its start). */
-	overhead__start(&qp->oh);
-	qp->oh_started = true;
 	err = specs_init(qp);
 	if (err) {
 		if (err == -ENOMEM)
@@ -529,6 +600,17 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	qp->sp = true;
 	qp->batch = want_batch(o);
 	binaries_families(qp);
+	/* The overhead's calibration runs in a thread beside the load, on
+	 * the CPU that a load in one share leaves free. A split load (the
+	 * batched drain's, split_load.h) verifies on both: its calibration
+	 * starts after (below), beside the attaching and the first tens of
+	 * ms of tracing. Its rounds are timed in its own CPU time, so sharing
+	 * a CPU does not lengthen them; the first --max-overhead decision
+	 * (150 ms in) waits for it. */
+	if (!qp->batch) {
+		overhead__start(&qp->oh);
+		qp->oh_started = true;
+	}
 	if (qp->batch)
 		tsc_sample_first(&tsc0);
 	err = open_and_load(qp, true, qp->batch);
@@ -547,6 +629,10 @@ static int qp_load(void *ctx, const struct session_opts *o)
 	if (err) {
 		privileges__explain_load_error(err, "the query BPF program");
 		return err;
+	}
+	if (!qp->oh_started) {
+		overhead__start(&qp->oh);
+		qp->oh_started = true;
 	}
 	/* Frees the stacks of exiting threads and counts their open frames;
 	 * optional: without it only the thread map can fill up. */
@@ -1371,6 +1457,7 @@ static void qp_destroy(void *ctx)
 	}
 	qp->oh_started = false;
 	query_bpf__destroy(qp->skel);
+	query_bpf__destroy(qp->skel2);
 	query_names__free(qp->names);
 	pg_text__free(qp->pgt);
 	qp->pgt = NULL;
@@ -1378,6 +1465,7 @@ static void qp_destroy(void *ctx)
 	qp->exit_link = NULL;
 	qp->exec_link = NULL;
 	qp->skel = NULL;
+	qp->skel2 = NULL;
 }
 
 void query_provider__init(struct query_provider *qp,

@@ -21,6 +21,9 @@ struct summary;
 
 struct query_provider {
 	struct query_bpf *skel;
+	/* The second share of its programs (split_load.h), NULL if none:
+	 * skel->progs points at them. */
+	struct query_bpf *skel2;
 	struct attacher att;
 	struct probe_binding bindings[16];
 	struct probe_binding batch_bindings[24];	/* files with sp:flush */
