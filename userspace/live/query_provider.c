@@ -178,6 +178,24 @@ static void choose_programs(struct query_bpf *s, const struct query_provider *qp
 	}
 }
 
+/* a's skeleton points at b's programs of the second share, loaded there
+ * (both skeletons list the object's programs in one order). */
+static void graft_second_share(struct query_bpf *a, const struct query_bpf *b)
+{
+	const struct bpf_object_skeleton *sa = a->skeleton, *sb = b->skeleton;
+	int i;
+
+	for (i = 0; i < sa->prog_cnt; i++) {
+		struct bpf_program **pa = ((struct bpf_prog_skeleton *)
+			((char *)sa->progs + (size_t)i * (size_t)sa->prog_skel_sz))->prog;
+		struct bpf_program **pb = ((struct bpf_prog_skeleton *)
+			((char *)sb->progs + (size_t)i * (size_t)sb->prog_skel_sz))->prog;
+
+		if (second_share(a, *pa))
+			*pa = *pb;
+	}
+}
+
 /* The object that makes the maps: .rodata and sizes (the shares of a
  * split load reuse its maps). */
 static int configure_maps(struct query_provider *qp, struct query_bpf *m,
@@ -253,12 +271,7 @@ static int open_and_load(struct query_provider *qp, bool multi, bool batch)
 	err = split_load(m->skeleton, a->skeleton, b->skeleton);
 	if (err)
 		goto out;
-	a->progs.sp_flush = b->progs.sp_flush;
-	a->progs.sp_batch_feed = b->progs.sp_batch_feed;
-	a->progs.sp_tsc = b->progs.sp_tsc;
-	a->progs.sp_spec_begin = b->progs.sp_spec_begin;
-	a->progs.sp_spec_end = b->progs.sp_spec_end;
-	a->progs.sp_spec_cache = b->progs.sp_spec_cache;
+	graft_second_share(a, b);
 done:
 	if (!err) {
 		qp->skel = a;
