@@ -39,6 +39,17 @@ static void test_parse(void)
 				   "0 1 0 5 0", &st) == -EINVAL);
 }
 
+/* Clock ticks in ns: USER_HZ, 100 a second on Linux. */
+static void test_ticks(void)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+
+	CHECK(hz > 0);
+	CHECK_U64(proc_pid__ticks_ns(0), 0);
+	CHECK_U64(proc_pid__ticks_ns((uint64_t)hz), 1000000000ull);
+	CHECK_U64(proc_pid__ticks_ns(12345), 12345 * (1000000000ull / (uint64_t)hz));
+}
+
 static void test_verdicts(void)
 {
 	char why[256], comm[64];
@@ -65,6 +76,7 @@ static void test_verdicts(void)
 int main(void)
 {
 	RUN(test_parse);
+	RUN(test_ticks);
 	RUN(test_verdicts);
 	return check_status();
 }

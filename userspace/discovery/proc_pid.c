@@ -110,6 +110,15 @@ int proc_pid__cpu_ns(int pid, uint64_t *ns)
 	return 0;
 }
 
+uint64_t proc_pid__ticks_ns(uint64_t ticks)
+{
+	static long hz;
+
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	return ticks * (hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull);
+}
+
 const char *proc_pid__comm(int pid, char *buf, size_t len)
 {
 	char path[32];

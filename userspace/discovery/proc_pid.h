@@ -37,6 +37,10 @@ int proc_pid__start_time(int pid, uint64_t *ticks, int *ppid);
  * (its CPU-time clock, clock_getcpuclockid()). 0 or -errno (-ESRCH: gone). */
 int proc_pid__cpu_ns(int pid, uint64_t *ns);
 
+/* `ticks` clock ticks of /proc/PID/stat (USER_HZ; 100 a second where
+ * sysconf() cannot say) in ns. */
+uint64_t proc_pid__ticks_ns(uint64_t ticks);
+
 /* Its name (/proc/PID/comm) into buf, "?" when it cannot be read. */
 const char *proc_pid__comm(int pid, char *buf, size_t len);
 

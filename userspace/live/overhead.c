@@ -450,36 +450,20 @@ int overhead__set_map(struct overhead *oh, int hits_fd)
 	return err;
 }
 
-static uint64_t ticks_ns(uint64_t ticks)
-{
-	static long hz;
-
-	if (!hz)
-		hz = sysconf(_SC_CLK_TCK);
-	return hz > 0 ? ticks * (1000000000ull / (uint64_t)hz) : 0;
-}
-
 /* Its CPU time: to the ns by its CPU-time clock, else in stat's ticks. */
 static uint64_t cpu_ns(uint32_t pid, const struct proc_pid_stat *st)
 {
 	uint64_t ns;
 
-	return proc_pid__cpu_ns((int)pid, &ns) ? ticks_ns(st->cpu_ticks) : ns;
+	return proc_pid__cpu_ns((int)pid, &ns) ? proc_pid__ticks_ns(st->cpu_ticks)
+						: ns;
 }
 
 static struct overhead_proc *proc_find(struct overhead *oh, uint32_t pid)
 {
-	size_t lo = 0, hi = oh->nprocs;
+	size_t at = VEC_LOWER_BOUND(oh->procs, oh->nprocs, pid, pid);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (oh->procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < oh->nprocs && oh->procs[lo].pid == pid ? &oh->procs[lo]
+	return at < oh->nprocs && oh->procs[at].pid == pid ? &oh->procs[at]
 							    : NULL;
 }
 
@@ -490,17 +474,11 @@ static struct overhead_proc *proc_add(struct overhead *oh, uint32_t pid,
 {
 	struct proc_pid_stat st;
 	struct overhead_proc *p;
-	size_t at = 0;
 
-	if (VEC_RESERVE(oh->procs, oh->cap, oh->nprocs + 1))
+	p = VEC_INSERT_AT(oh->procs, oh->nprocs, oh->cap,
+			  VEC_LOWER_BOUND(oh->procs, oh->nprocs, pid, pid));
+	if (!p)
 		return NULL;
-	while (at < oh->nprocs && oh->procs[at].pid < pid)
-		at++;
-	memmove(&oh->procs[at + 1], &oh->procs[at],
-		(oh->nprocs - at) * sizeof(*p));
-	oh->nprocs++;
-	p = &oh->procs[at];
-	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	if (!pid || proc_pid__stat((int)pid, &st))
 		return p;	/* no window: share unknown */
@@ -521,7 +499,7 @@ void overhead__armed(struct overhead *oh, const pid_t *pids, size_t n,
 {
 	size_t i;
 
-	oh->armed_ticks = clock__ns(CLOCK_BOOTTIME) / ticks_ns(1);
+	oh->armed_ticks = clock__ns(CLOCK_BOOTTIME) / proc_pid__ticks_ns(1);
 	oh->armed = true;
 	oh->launched = launched;
 	for (i = 0; i < n; i++)

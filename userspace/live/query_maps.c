@@ -30,6 +30,7 @@
 #include "query.skel.h"
 #include "query_maps.h"
 #include "sampler.h"
+#include "vec.h"
 
 _Static_assert(sizeof(struct sp_query_key) == 16, "sp_query_key layout");
 _Static_assert(sizeof(struct sp_hist_key) == 16, "sp_hist_key layout");
@@ -463,21 +464,14 @@ static bool row_scale(const struct rows_ctx *c, uint32_t tgid, __u64 name,
 		      double *traced, double *bias)
 {
 	const struct summary_sampled *v;
-	size_t lo = 0, hi = c->nscales;
+	size_t at;
 
 	if (name & SP_SPEC_TAG)
 		return false;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (c->scales[mid].pid < tgid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo >= c->nscales || c->scales[lo].pid != tgid)
+	at = VEC_LOWER_BOUND(c->scales, c->nscales, pid, tgid);
+	if (at >= c->nscales || c->scales[at].pid != tgid)
 		return false;
-	v = &c->scales[lo];
+	v = &c->scales[at];
 	*traced = name & SP_FUNC_TAG ? v->func_traced : v->traced;
 	*bias = name & SP_FUNC_TAG ? v->func_bias : v->bias;
 	return *traced > 0 && *traced < 1;

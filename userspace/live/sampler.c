@@ -78,14 +78,6 @@ static uint64_t boot_ns(void)
 	return clock__ns(CLOCK_BOOTTIME);
 }
 
-/* A clock tick of /proc/PID/stat, ns. */
-static uint64_t tick_ns(void)
-{
-	long hz = sysconf(_SC_CLK_TCK);
-
-	return hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
-}
-
 void sampler__init(struct sampler *sm, double pct)
 {
 	memset(sm, 0, sizeof(*sm));
@@ -105,28 +97,22 @@ void sampler__start(struct sampler *sm)
 static struct sampled_proc *proc_get(struct sampler *sm, uint32_t pid,
 				     uint64_t now)
 {
+	size_t at = VEC_LOWER_BOUND(sm->procs, sm->nprocs, pid, pid);
 	struct sampled_proc *p;
 	struct proc_pid_stat st;
-	size_t at = 0;
 
-	while (at < sm->nprocs && sm->procs[at].pid < pid)
-		at++;
 	if (at < sm->nprocs && sm->procs[at].pid == pid)
 		return &sm->procs[at];
-	if (VEC_RESERVE(sm->procs, sm->cap, sm->nprocs + 1))
+	p = VEC_INSERT_AT(sm->procs, sm->nprocs, sm->cap, at);
+	if (!p)
 		return NULL;
-	memmove(&sm->procs[at + 1], &sm->procs[at],
-		(sm->nprocs - at) * sizeof(*p));
-	sm->nprocs++;
-	p = &sm->procs[at];
-	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->every = p->max_every = 1;
 	/* Traced since arming, or since it started if later. */
 	p->first_ns = sm->t0;
 	if (!proc_pid__stat((int)pid, &st) &&
-	    st.start_ticks * tick_ns() > sm->t0)
-		p->first_ns = st.start_ticks * tick_ns();
+	    proc_pid__ticks_ns(st.start_ticks) > sm->t0)
+		p->first_ns = proc_pid__ticks_ns(st.start_ticks);
 	if (p->first_ns > now)
 		p->first_ns = now;
 	p->state_ns = p->first_ns;
